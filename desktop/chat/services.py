@@ -1,0 +1,83 @@
+"""Everything below the UI, built from the app folder. Used by the window and the CLI."""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+from dataclasses import dataclass
+
+import sqlite_utils
+
+from desktop.chat.agents import AgentService
+from desktop.chat.providers import ProviderFactory
+from desktop.chat.session import ChatService
+from desktop.local.provider import LocalRuntime
+from desktop.settings.paths import AppPaths
+from desktop.settings.prefs import Preferences
+from desktop.settings.secrets import RedactingFilter, SecretStore
+from desktop.store.agents import AgentStore
+from desktop.store.conversations import ConversationStore
+from desktop.store.db import open_database
+from desktop.store.stats import StatsStore
+
+log = logging.getLogger("simi")
+
+
+def setup_logging(paths: AppPaths, level: int = logging.INFO) -> None:
+    """Log to ``<logs>/simi.log`` (rotating), with every known secret blanked out."""
+    root = logging.getLogger("simi")
+    if any(getattr(h, "_simi", False) for h in root.handlers):
+        return
+    handler = logging.handlers.RotatingFileHandler(
+        paths.log_path, maxBytes=2_000_000, backupCount=3, encoding="utf-8"
+    )
+    handler._simi = True  # type: ignore[attr-defined]
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(RedactingFilter())
+    root.addHandler(handler)
+    root.setLevel(level)
+
+
+@dataclass
+class Services:
+    paths: AppPaths
+    db: sqlite_utils.Database
+    prefs: Preferences
+    secrets: SecretStore
+    agents: AgentService
+    conversations: ConversationStore
+    stats: StatsStore
+    chat: ChatService
+    local: LocalRuntime
+
+    @classmethod
+    def open(cls, paths: AppPaths, secrets: SecretStore | None = None) -> Services:
+        """Open the app folder. Raises ``StoreUnavailable`` with text for the person."""
+        paths.ensure()
+        setup_logging(paths)
+        db = open_database(paths.db_path)
+        secrets = secrets or SecretStore()
+        agents = AgentService(AgentStore(db), secrets)
+        conversations = ConversationStore(db)
+        stats = StatsStore(db)
+        local = LocalRuntime()
+        chat = ChatService(conversations, stats, ProviderFactory(agents, local))
+        stale = conversations.mark_stale_streaming()
+        if stale:
+            log.info("marked %d interrupted replies as cancelled", stale)
+        agents.ensure_starter()
+        return cls(
+            paths,
+            db,
+            Preferences(paths.settings_path),
+            secrets,
+            agents,
+            conversations,
+            stats,
+            chat,
+            local,
+        )
+
+    def close(self) -> None:
+        self.local.close()
+        self.db.conn.close()

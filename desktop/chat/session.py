@@ -1,0 +1,325 @@
+"""Run one turn: store the messages, stream from the agent's provider, record statistics.
+
+The same service drives the window and the CLI, so a conversation in one looks the same in
+the other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, assert_never
+from urllib.parse import urlsplit
+
+from desktop.chat.providers import ProviderFactory
+from desktop.llm.errors import UserError
+from desktop.llm.events import (
+    Finished,
+    ReasoningDelta,
+    RunInfo,
+    StreamEvent,
+    TextDelta,
+    Timing,
+    Usage,
+)
+from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
+from desktop.store.agents import Agent
+from desktop.store.conversations import ConversationStore, Message
+from desktop.store.stats import StatsStore
+
+log = logging.getLogger("simi.chat")
+
+CHECKPOINT_INTERVAL_S = 1.0
+TITLE_LENGTH = 60
+
+
+class StatsClock:
+    """Collects what happened during one call and turns it into an inference_stats row."""
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self._clock = clock
+        self.started = clock()
+        self.started_at = datetime.now(UTC).isoformat(timespec="milliseconds")
+        self.first_token: float | None = None
+        self.last_token: float | None = None
+        self.deltas = 0
+        self.usage = Usage(source="counted")
+        self.timing = Timing()
+        self.info = RunInfo()
+
+    def on_event(self, event: StreamEvent) -> None:
+        match event:
+            case TextDelta() | ReasoningDelta():
+                now = self._clock()
+                if self.first_token is None:
+                    self.first_token = now
+                self.last_token = now
+                self.deltas += 1
+            case Usage() as usage:
+                self.usage = usage
+            case Timing() as timing:
+                self.timing = Timing(
+                    **{
+                        name: getattr(timing, name)
+                        if getattr(timing, name) is not None
+                        else getattr(self.timing, name)
+                        for name in Timing.__slots__
+                    }
+                )
+            case RunInfo() as info:
+                self.info = info
+            case Finished():
+                pass
+            case _:
+                assert_never(event)
+
+    def row(self, finish_reason: str, error_kind: str | None = None) -> dict[str, Any]:
+        end = self._clock()
+        ms = lambda a, b: None if a is None or b is None else round((b - a) * 1000, 2)  # noqa: E731
+        output = self.usage.output_tokens
+        source = self.usage.source
+        if output is None and self.deltas:
+            output, source = self.deltas, "counted"
+        timing = self.timing
+        decode_tok_s = None
+        if timing.decode_ms and output and output > 1:
+            # Exact backend figure: tokens evaluated during decode / decode time.
+            decode_tok_s = round((output - 1) / (timing.decode_ms / 1000), 2)
+        elif (
+            output
+            and output > 1
+            and self.first_token is not None
+            and self.last_token is not None
+            and self.last_token > self.first_token
+        ):
+            decode_tok_s = round((output - 1) / (self.last_token - self.first_token), 2)
+        prefill_tok_s = None
+        if timing.prefill_ms and timing.prompt_eval_tokens:
+            prefill_tok_s = round(timing.prompt_eval_tokens / (timing.prefill_ms / 1000), 2)
+        prompt = self.usage.prompt_tokens
+        window = self.info.context_window
+        fill = None
+        if window and prompt is not None:
+            fill = round((prompt + (output or 0)) / window, 4)
+        params = self.info.load_params
+        return {
+            "started_at": self.started_at,
+            "ttft_ms": ms(self.started, self.first_token),
+            "total_ms": ms(self.started, end),
+            "decode_ms": round(timing.decode_ms, 2)
+            if timing.decode_ms is not None
+            else ms(self.first_token, self.last_token),
+            "prefill_ms": round(timing.prefill_ms, 2) if timing.prefill_ms is not None else None,
+            "connect_ms": timing.connect_ms,
+            "headers_ms": round(timing.headers_ms, 2) if timing.headers_ms is not None else None,
+            "load_ms": round(timing.load_ms, 2) if timing.load_ms is not None else None,
+            "prompt_tokens": prompt,
+            "cached_tokens": self.usage.cached_tokens,
+            "prompt_eval_tokens": timing.prompt_eval_tokens,
+            "output_tokens": output,
+            "reasoning_tokens": self.usage.reasoning_tokens,
+            "token_source": source if (prompt is not None or output is not None) else None,
+            "prefill_tok_s": prefill_tok_s,
+            "decode_tok_s": decode_tok_s,
+            "finish_reason": finish_reason,
+            "error_kind": error_kind,
+            "model_reported": self.info.model_reported,
+            "backend": self.info.backend,
+            "context_window": window,
+            "context_fill": fill,
+            "n_ctx": params.get("n_ctx"),
+            "n_gpu_layers": params.get("n_gpu_layers"),
+            "n_threads": params.get("n_threads"),
+            "kv_type": params.get("kv_type") or ("f16" if params else None),
+            "flash_attn": int(bool(params.get("flash_attn"))) if params else None,
+            "model_file_size": self.info.model_file_size,
+            "quantization": self.info.quantization,
+        }
+
+
+@dataclass
+class Turn:
+    """One request/response in a conversation: the user message and the reply being written."""
+
+    conversation_id: int
+    agent: Agent
+    user_message_id: int
+    assistant_message_id: int
+    text: str = ""
+    status: str = "streaming"
+    error: UserError | None = None
+    stats: dict[str, Any] | None = None
+
+
+class ChatService:
+    def __init__(
+        self,
+        conversations: ConversationStore,
+        stats: StatsStore,
+        providers: ProviderFactory,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.conversations = conversations
+        self.stats = stats
+        self.providers = providers
+        self._clock = clock
+
+    # building turns --------------------------------------------------------------------------
+    def begin(self, conversation_id: int, agent: Agent, text: str) -> Turn:
+        """Store the user message and an empty streaming reply; return the turn to run."""
+        conv = self.conversations.get(conversation_id)
+        if conv is not None and not conv.title:
+            self.conversations.rename(conversation_id, _title_from(text))
+        user = self.conversations.add_message(
+            conversation_id, "user", text, agent_id=agent.id, agent_name=agent.name
+        )
+        reply = self._new_reply(conversation_id, agent)
+        return Turn(conversation_id, agent, user.id, reply.id)
+
+    def begin_retry(self, conversation_id: int, agent: Agent, failed_message_id: int) -> Turn:
+        """Replace a failed or cancelled reply with a fresh attempt at the same user message."""
+        messages = self.conversations.messages(conversation_id)
+        ids = [m.id for m in messages]
+        if failed_message_id not in ids:
+            raise ValueError("message is not in this conversation")
+        idx = ids.index(failed_message_id)
+        user = next((m for m in reversed(messages[:idx]) if m.role == "user"), None)
+        if user is None:
+            raise ValueError("no user message to retry")
+        self.conversations.delete_message(failed_message_id)
+        reply = self._new_reply(conversation_id, agent)
+        return Turn(conversation_id, agent, user.id, reply.id)
+
+    def _new_reply(self, conversation_id: int, agent: Agent) -> Message:
+        return self.conversations.add_message(
+            conversation_id,
+            "assistant",
+            "",
+            status="streaming",
+            agent_id=agent.id,
+            agent_name=agent.name,
+            model=agent.model,
+        )
+
+    def request_for(self, turn: Turn) -> ChatRequest:
+        agent = turn.agent
+        history: list[ChatMessage] = []
+        if agent.system_prompt.strip():
+            history.append(ChatMessage("system", agent.system_prompt))
+        for m in self.conversations.messages(turn.conversation_id):
+            if m.id >= turn.assistant_message_id:
+                break
+            if m.role not in ("user", "assistant"):
+                continue
+            if m.role == "assistant" and (m.status == "error" or not m.content):
+                continue
+            history.append(ChatMessage(m.role, m.content))  # type: ignore[arg-type]
+        return ChatRequest(
+            model=agent.model,
+            messages=tuple(history),
+            sampling=Sampling(
+                temperature=agent.temperature,
+                top_p=agent.top_p,
+                max_tokens=agent.max_tokens,
+                seed=agent.seed,
+                stop=agent.stop,
+            ),
+            session_key=f"conversation:{turn.conversation_id}",
+        )
+
+    # running ---------------------------------------------------------------------------------
+    async def run(self, turn: Turn, on_event: Callable[[StreamEvent], None] | None = None) -> Turn:
+        """Stream the reply. Cancelling the task keeps the partial text as ``cancelled``.
+
+        A ``UserError`` is stored on the message (with the text so far) and returned on the
+        turn, not raised: the caller shows it with a Retry button.
+        """
+        agent = turn.agent
+        clock = StatsClock(self._clock)
+        parts: list[str] = []
+        last_checkpoint = self._clock()
+        finish = "error"
+        provider = None
+        try:
+            provider = self.providers.for_agent(agent)
+            request = self.request_for(turn)
+            async with contextlib.aclosing(provider.stream(request)) as events:  # type: ignore[type-var,unused-ignore]
+                async for event in events:
+                    clock.on_event(event)
+                    if isinstance(event, TextDelta):
+                        parts.append(event.text)
+                        now = self._clock()
+                        if now - last_checkpoint >= CHECKPOINT_INTERVAL_S:
+                            self.conversations.checkpoint(turn.assistant_message_id, "".join(parts))
+                            last_checkpoint = now
+                    elif isinstance(event, Finished):
+                        finish = event.reason
+                    if on_event is not None:
+                        on_event(event)
+        except asyncio.CancelledError:
+            turn.text = "".join(parts)
+            self._finish(turn, clock, "cancelled", "cancelled")
+            raise
+        except UserError as exc:
+            turn.text = "".join(parts)
+            turn.error = exc
+            log.info("turn failed (%s): %s", exc.kind, exc.user_message)
+            self._finish(turn, clock, "error", "error", exc)
+            return turn
+        except Exception as exc:  # a bug: keep the text, say so, and let it surface
+            turn.text = "".join(parts)
+            turn.error = UserError(f"Something went wrong inside SIMI Multi: {type(exc).__name__}")
+            self._finish(turn, clock, "error", "error", turn.error)
+            raise
+        finally:
+            if provider is not None:
+                with contextlib.suppress(Exception):
+                    await provider.aclose()
+        turn.text = "".join(parts)
+        status = "cancelled" if finish == "cancelled" else "complete"
+        self._finish(turn, clock, status, finish)
+        return turn
+
+    def _finish(
+        self,
+        turn: Turn,
+        clock: StatsClock,
+        status: str,
+        finish_reason: str,
+        error: UserError | None = None,
+    ) -> None:
+        turn.status = status
+        agent = turn.agent
+        self.conversations.finish_message(
+            turn.assistant_message_id,
+            content=turn.text,
+            status=status,
+            error_text=error.user_message if error else None,
+            error_kind=error.kind if error else None,
+        )
+        row = clock.row(finish_reason, error.kind if error else None)
+        row.update(
+            message_id=turn.assistant_message_id,
+            conversation_id=turn.conversation_id,
+            agent_id=agent.id,
+            agent_name=agent.name,
+            provider_kind=agent.kind,
+            endpoint_host=urlsplit(agent.base_url).hostname if agent.base_url else None,
+            model_requested=agent.model,
+        )
+        try:
+            self.stats.record(row)
+        except Exception:
+            log.exception("could not record inference stats")
+        turn.stats = row
+        self.conversations.touch(turn.conversation_id)
+
+
+def _title_from(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"

@@ -1,0 +1,71 @@
+"""The one stream-event vocabulary every provider speaks.
+
+A provider's ``stream()`` yields zero or more deltas (and optional Usage/Timing/RunInfo),
+then exactly one ``Finished`` last. Failures are raised as typed errors (``desktop.llm.errors``),
+never streamed as text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+FinishReason = Literal["stop", "length", "cancelled", "error"]
+TokenSource = Literal["reported", "counted"]
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts for one call; ``source``: reported by the backend, or counted by us."""
+
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
+    output_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    source: TokenSource = "reported"
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """Times the backend itself measured (llama.cpp perf counters, server ``timings``)."""
+
+    prefill_ms: float | None = None
+    decode_ms: float | None = None
+    prompt_eval_tokens: int | None = None
+    load_ms: float | None = None
+    connect_ms: float | None = None
+    headers_ms: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """What actually ran: reported model, backend, context window and (local) load parameters.
+
+    Not in the original event list of ARCHITECTURE.md: without it the stats row could not say
+    which backend or n_ctx served the call, and provider data must not leak out any other way.
+    """
+
+    model_reported: str | None = None
+    backend: str | None = None
+    context_window: int | None = None
+    load_params: dict[str, object] = field(default_factory=dict)
+    model_file_size: int | None = None
+    quantization: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    reason: FinishReason
+
+
+StreamEvent = TextDelta | ReasoningDelta | Usage | Timing | RunInfo | Finished

@@ -1,0 +1,46 @@
+"""The Provider protocol and the request it takes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from desktop.llm.events import StreamEvent
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class Sampling:
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    model: str
+    messages: tuple[ChatMessage, ...]
+    sampling: Sampling = field(default_factory=Sampling)
+    # A key that lets a local engine reuse its KV cache between turns of one conversation.
+    session_key: str | None = None
+
+
+class Provider(Protocol):
+    """One wire protocol. ``stream`` yields deltas then exactly one ``Finished``; it raises
+    ``UserError`` subclasses on failure. Cancelling the consuming task stops the call."""
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]: ...
+
+    async def list_models(self) -> list[str]: ...
+
+    async def aclose(self) -> None: ...

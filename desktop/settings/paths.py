@@ -1,0 +1,70 @@
+"""Where SIMI Multi keeps its state.
+
+``SIMI_HOME=/some/dir`` puts everything (database, settings, logs) in that one folder; tests and
+scripts rely on it. Otherwise the platform's user data/config/log folders are used.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+from desktop.llm.errors import StoreUnavailable
+
+APP_DIR_NAME = "simi-multi"
+
+
+@dataclass(frozen=True, slots=True)
+class AppPaths:
+    data_dir: Path
+    config_dir: Path
+    log_dir: Path
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "simi.db"
+
+    @property
+    def settings_path(self) -> Path:
+        return self.config_dir / "settings.json"
+
+    @property
+    def models_dir(self) -> Path:
+        return self.data_dir / "models"
+
+    @property
+    def log_path(self) -> Path:
+        return self.log_dir / "simi.log"
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> AppPaths:
+        env = os.environ if environ is None else environ
+        home = env.get("SIMI_HOME")
+        if home:
+            root = Path(home).expanduser()
+            return cls(data_dir=root, config_dir=root, log_dir=root / "logs")
+        return cls(
+            data_dir=Path(platformdirs.user_data_dir(APP_DIR_NAME, appauthor=False)),
+            config_dir=Path(platformdirs.user_config_dir(APP_DIR_NAME, appauthor=False)),
+            log_dir=Path(platformdirs.user_log_dir(APP_DIR_NAME, appauthor=False)),
+        )
+
+    def ensure(self) -> None:
+        """Create the folders and prove they are writable, or raise ``StoreUnavailable``."""
+        for folder in (self.data_dir, self.config_dir, self.log_dir):
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                probe = folder / ".simi-write-test"
+                probe.write_bytes(b"")
+                probe.unlink()
+            except OSError as exc:
+                reason = exc.strerror or str(exc)
+                raise StoreUnavailable(
+                    f"SIMI Multi cannot write to its folder {folder} ({reason}). "
+                    "Fix the folder's permissions or free some space, or point SIMI_HOME at "
+                    "a folder you can write to, e.g. SIMI_HOME=~/simi-data.",
+                    path=str(folder),
+                ) from exc

@@ -1,0 +1,74 @@
+"""Preferences in one JSON file, written atomically (temp file + fsync + rename)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("simi.settings")
+
+
+class Preferences:
+    """A small key/value store. Unknown or unreadable files are kept aside, never lost."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._data: dict[str, Any] = {}
+        self._load()
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def _load(self) -> None:
+        try:
+            raw = self._path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            log.warning("cannot read settings %s: %s", self._path, exc)
+            return
+        try:
+            data = json.loads(raw)
+            if not isinstance(data, dict):
+                raise ValueError("not an object")
+        except ValueError as exc:
+            aside = self._path.with_suffix(".json.broken")
+            log.warning("settings %s unreadable (%s); kept as %s", self._path, exc, aside)
+            try:
+                os.replace(self._path, aside)
+            except OSError:
+                pass
+            return
+        self._data = data
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+    def set(self, key: str, value: Any) -> None:
+        self._data[key] = value
+        self.save()
+
+    def update(self, values: dict[str, Any]) -> None:
+        self._data.update(values)
+        self.save()
+
+    def save(self) -> None:
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".settings-", dir=self._path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(self._data, fh, indent=2, sort_keys=True)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self._path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise

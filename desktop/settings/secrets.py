@@ -1,0 +1,162 @@
+"""API keys, kept only in the OS keyring (Secret Service, Keychain, Windows Credential Locker).
+
+One keyring entry per endpoint: service ``simi-multi``, username ``endpoint:<id>``. Where no
+real keyring backend is available the store says so (``available`` is False) and, only if the
+person agrees, keeps keys in memory for this run. Nothing is ever written to disk by us, and a
+plaintext/file backend (keyrings.alt, keyrings.cryptfile) is refused rather than used silently.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import keyring
+import keyring.backend
+import keyring.errors
+
+from desktop.llm.errors import SecretsUnavailable
+
+log = logging.getLogger("simi.secrets")
+
+SERVICE = "simi-multi"
+
+# Backends that store secrets in plain (or home-made encrypted) files: never accepted.
+_REFUSED_MODULE_PREFIXES = ("keyrings.alt", "keyrings.cryptfile", "keyring.backends.null")
+
+
+class _SecretRegistry:
+    """Every secret value seen this run, so the log filter can blank it out anywhere."""
+
+    def __init__(self) -> None:
+        self._values: set[str] = set()
+        self._lock = threading.Lock()
+
+    def add(self, value: str) -> None:
+        if value and len(value) >= 4:
+            with self._lock:
+                self._values.add(value)
+
+    def redact(self, text: str) -> str:
+        with self._lock:
+            values = sorted(self._values, key=len, reverse=True)
+        for value in values:
+            if value in text:
+                text = text.replace(value, "[redacted]")
+        return text
+
+
+SECRETS_SEEN = _SecretRegistry()
+
+
+class RedactingFilter(logging.Filter):
+    """Replaces any known secret in a log record's final text with ``[redacted]``."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string must not lose the record
+            return True
+        redacted = SECRETS_SEEN.redact(message)
+        if redacted != message:
+            record.msg = redacted
+            record.args = None
+        return True
+
+
+def redact(text: str) -> str:
+    return SECRETS_SEEN.redact(text)
+
+
+def endpoint_username(endpoint_id: int) -> str:
+    return f"endpoint:{endpoint_id}"
+
+
+class SecretStore:
+    """Keys by endpoint id, in the OS keyring or (by consent) in memory for this run."""
+
+    def __init__(self, backend: keyring.backend.KeyringBackend | None = None) -> None:
+        self._backend = backend if backend is not None else keyring.get_keyring()
+        self._memory: dict[str, str] = {}
+        self._memory_allowed = False
+
+    @property
+    def backend_name(self) -> str:
+        return f"{type(self._backend).__module__}.{type(self._backend).__name__}"
+
+    @property
+    def available(self) -> bool:
+        """True when a real OS keyring backend is in use."""
+        module = type(self._backend).__module__
+        if module.startswith(_REFUSED_MODULE_PREFIXES):
+            return False
+        if module.startswith("keyring.backends.fail"):
+            return False
+        try:
+            return float(self._backend.priority) > 0
+        except Exception:
+            return False
+
+    @property
+    def memory_only(self) -> bool:
+        return not self.available and self._memory_allowed
+
+    def unavailable_message(self) -> str:
+        return (
+            "No system keyring is available (looked for Secret Service, macOS Keychain or "
+            "Windows Credential Locker; found " + self.backend_name + "). SIMI Multi never "
+            "writes API keys to disk, so keys can be kept in memory for this run only. "
+            "To keep keys between runs on Linux, install and unlock gnome-keyring or KeePassXC "
+            "(Secret Service)."
+        )
+
+    def allow_memory_fallback(self) -> None:
+        """The person agreed to keep keys in memory for this run only."""
+        self._memory_allowed = True
+
+    def _require(self) -> None:
+        if not self.available and not self._memory_allowed:
+            raise SecretsUnavailable(self.unavailable_message())
+
+    def get(self, endpoint_id: int) -> str | None:
+        name = endpoint_username(endpoint_id)
+        if not self.available:
+            value = self._memory.get(name)
+        else:
+            try:
+                value = self._backend.get_password(SERVICE, name)
+            except keyring.errors.KeyringError as exc:
+                raise SecretsUnavailable(
+                    f"The system keyring could not be read ({type(exc).__name__}). Unlock it "
+                    "and try again."
+                ) from exc
+        if value:
+            SECRETS_SEEN.add(value)
+        return value
+
+    def set(self, endpoint_id: int, value: str) -> None:
+        self._require()
+        SECRETS_SEEN.add(value)
+        name = endpoint_username(endpoint_id)
+        if not self.available:
+            self._memory[name] = value
+            return
+        try:
+            self._backend.set_password(SERVICE, name, value)
+        except keyring.errors.KeyringError as exc:
+            raise SecretsUnavailable(
+                f"The system keyring refused to store the key ({type(exc).__name__}). Unlock "
+                "it and try again."
+            ) from exc
+
+    def delete(self, endpoint_id: int) -> None:
+        name = endpoint_username(endpoint_id)
+        self._memory.pop(name, None)
+        if not self.available:
+            return
+        try:
+            self._backend.delete_password(SERVICE, name)
+        except keyring.errors.PasswordDeleteError:
+            pass
+        except keyring.errors.KeyringError as exc:
+            log.warning("could not delete key for endpoint %s: %s", endpoint_id, type(exc).__name__)

@@ -1,0 +1,154 @@
+"""Open the one SQLite file (WAL, foreign keys on) and bring its schema up to date.
+
+A database that a newer SIMI Multi wrote is refused and left untouched; a damaged file is
+reported by name and never silently recreated.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+import sqlite_utils
+
+from desktop.llm.errors import StoreUnavailable
+from desktop.store.migrations import MIGRATIONS, Migration
+
+log = logging.getLogger("simi.store")
+
+MIGRATIONS_TABLE = "_migrations"
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def _corrupt(path: Path, exc: BaseException) -> StoreUnavailable:
+    return StoreUnavailable(
+        f"The database file {path} cannot be read ({exc}). It may be damaged or not a SIMI "
+        "Multi database. Your data was left as it is. Move the file aside to start with a "
+        f"fresh database (the old one is kept next to it), e.g. `simi db move-aside`.",
+        path=str(path),
+        corrupt=True,
+    )
+
+
+def _applied(conn: sqlite3.Connection) -> list[str]:
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (MIGRATIONS_TABLE,)
+    ).fetchone()
+    if not exists:
+        return []
+    return [row[0] for row in conn.execute(f"SELECT name FROM {MIGRATIONS_TABLE} ORDER BY id")]
+
+
+def _check_known(path: Path, applied: list[str], migrations: list[Migration]) -> None:
+    known = {name for name, _ in migrations}
+    unknown = [name for name in applied if name not in known]
+    if unknown:
+        raise StoreUnavailable(
+            f"The database {path} was written by a newer version of SIMI Multi (it has schema "
+            f"steps this version does not know: {', '.join(unknown)}). It was left untouched. "
+            "Install the newer SIMI Multi again, or point SIMI_HOME at another folder.",
+            path=str(path),
+        )
+
+
+def _inspect_read_only(path: Path, migrations: list[Migration]) -> None:
+    """Look at an existing file without changing a byte of it."""
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise _corrupt(path, exc) from exc
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        applied = _applied(conn)
+    except sqlite3.DatabaseError as exc:
+        raise _corrupt(path, exc) from exc
+    finally:
+        conn.close()
+    _check_known(path, applied, migrations)
+
+
+def migrate(db: sqlite_utils.Database, migrations: list[Migration] | None = None) -> list[str]:
+    """Apply every step not yet recorded; returns the names applied now."""
+    steps = MIGRATIONS if migrations is None else migrations
+    db.execute(
+        f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} ("
+        "id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, applied_at TEXT NOT NULL)"
+    )
+    done = set(_applied(db.conn))
+    applied_now = []
+    for name, step in steps:
+        if name in done:
+            continue
+        with db.conn:
+            step(db)
+            db.execute(
+                f"INSERT INTO {MIGRATIONS_TABLE} (name, applied_at) VALUES (?, ?)",
+                [name, utc_now()],
+            )
+        applied_now.append(name)
+        log.info("applied migration %s", name)
+    return applied_now
+
+
+def open_database(path: Path, migrations: list[Migration] | None = None) -> sqlite_utils.Database:
+    """Open (creating if absent) and migrate the database at ``path``.
+
+    Raises ``StoreUnavailable`` for a damaged file, a newer schema, or an unwritable folder.
+    """
+    steps = MIGRATIONS if migrations is None else migrations
+    if path.exists():
+        if not os.access(path, os.R_OK):
+            raise StoreUnavailable(
+                f"SIMI Multi cannot read its database {path} (permission denied). Fix the "
+                "file's permissions or point SIMI_HOME at another folder.",
+                path=str(path),
+            )
+        if path.stat().st_size > 0:
+            _inspect_read_only(path, steps)
+    try:
+        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise StoreUnavailable(
+            f"SIMI Multi cannot open its database {path} ({exc}). Check that the folder is "
+            "writable, or point SIMI_HOME at another folder.",
+            path=str(path),
+        ) from exc
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA busy_timeout=5000")
+        db = sqlite_utils.Database(conn)
+        migrate(db, steps)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        if "readonly" in str(exc) or "disk" in str(exc) or "full" in str(exc):
+            raise StoreUnavailable(
+                f"SIMI Multi cannot write to its database {path} ({exc}). Free some space or "
+                "fix the folder's permissions.",
+                path=str(path),
+            ) from exc
+        raise _corrupt(path, exc) from exc
+    return db
+
+
+def move_aside(path: Path) -> Path:
+    """Rename a damaged database (and its -wal/-shm) out of the way; returns the new name."""
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    target = path.with_name(f"{path.name}.broken-{stamp}")
+    n = 1
+    while target.exists():
+        target = path.with_name(f"{path.name}.broken-{stamp}-{n}")
+        n += 1
+    os.replace(path, target)
+    for suffix in ("-wal", "-shm"):
+        side = path.with_name(path.name + suffix)
+        if side.exists():
+            os.replace(side, target.with_name(target.name + suffix))
+    return target

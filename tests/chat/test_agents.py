@@ -1,0 +1,100 @@
+from pathlib import Path
+
+import pytest
+
+from desktop.llm.errors import ValidationError
+from desktop.local.starter import STARTER_AGENT_NAME, STARTER_REF
+from desktop.store.agents import Agent
+
+
+def test_first_open_creates_the_ready_starter_agent(services) -> None:
+    agent = services.agents.by_name(STARTER_AGENT_NAME)
+    assert agent is not None
+    assert agent.kind == "local" and agent.model_path == STARTER_REF
+    assert services.agents.validate(agent) == {}
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "words"),
+    [
+        ({"name": "  "}, "name", "name"),
+        ({"name": "smollm2 (LOCAL)"}, "name", "already exists"),
+        ({"kind": "openai-compatible", "base_url": "localhost:8080"}, "base_url", "http"),
+        ({"kind": "openai-compatible", "base_url": "ftp://x/v1"}, "base_url", "http"),
+        ({"temperature": 3.0}, "temperature", "between 0 and 2"),
+        ({"top_p": 0.0}, "top_p", "Top-p"),
+        ({"model_path": "/nope/missing.gguf"}, "model_path", "does not exist"),
+        ({"kv_type": "q3"}, "kv_type", "KV"),
+        ({"n_ctx": 10}, "n_ctx", "Context size"),
+    ],
+)
+def test_invalid_fields_get_messages_a_person_understands(services, changes, field, words):
+    base = Agent(name="New", kind="local", model="m", model_path=STARTER_REF, n_ctx=2048)
+    with pytest.raises(ValidationError) as info:
+        services.agents.create(base.with_changes(**changes))
+    assert field in info.value.fields
+    assert words.lower() in info.value.fields[field].lower()
+    assert services.agents.by_name("New") is None
+
+
+def test_create_clone_edit_delete(services) -> None:
+    svc = services.agents
+    created = svc.create(
+        Agent(
+            name="Groq Llama",
+            kind="openai-compatible",
+            base_url="https://api.groq.com/openai/v1/",
+            model="llama-3.1-8b-instant",
+            temperature=0.2,
+            stop=("###",),
+        )
+    )
+    assert created.base_url == "https://api.groq.com/openai/v1"  # trailing slash normalised
+    copy = svc.clone(created)
+    assert copy.name == "Groq Llama (copy)" and copy.model == created.model
+    assert copy.stop == ("###",) and copy.id != created.id
+    assert svc.clone(created).name == "Groq Llama (copy 2)"
+    edited = svc.update(copy.with_changes(name="Fast one", temperature=1.1))
+    assert svc.get(edited.id).temperature == 1.1 and svc.get(edited.id).name == "Fast one"
+    svc.delete(edited)
+    assert svc.by_name("Fast one") is None
+    assert svc.by_name("Groq Llama") is not None
+
+
+def test_key_stays_with_its_host(services, secret_service_env) -> None:
+    svc = services.agents
+    agent = svc.create(
+        Agent(
+            name="Remote", kind="openai-compatible", base_url="https://one.example/v1", model="m"
+        ),
+        api_key="sk-host-one-secret",
+    )
+    assert svc.api_key(agent) == "sk-host-one-secret"
+    moved = svc.update(agent.with_changes(base_url="https://two.example/v1"))
+    assert svc.api_key(moved) is None  # the key is not carried to another host
+
+
+def test_local_agent_with_custom_file(services, tmp_path: Path) -> None:
+    from desktop.local.starter import starter_model_path
+
+    path = starter_model_path()
+    agent = services.agents.create(
+        Agent(
+            name="Mine",
+            kind="local",
+            model="x",
+            model_path=str(path),
+            n_ctx=1024,
+            n_gpu_layers=-1,
+            n_threads=2,
+            flash_attn=True,
+            kv_type="q8_0",
+        )
+    )
+    again = services.agents.get(agent.id)
+    assert (again.n_ctx, again.n_gpu_layers, again.flash_attn, again.kv_type) == (
+        1024,
+        -1,
+        True,
+        "q8_0",
+    )

@@ -1,0 +1,72 @@
+"""Shared fixtures: a fresh SIMI_HOME per test and a real OS keyring (Secret Service)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("QT_API", "pyside6")
+
+from tests.helpers import secret_service
+
+_SESSION: secret_service.SecretServiceSession | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Start gnome-keyring on a private D-Bus before anything imports keyring."""
+    global _SESSION
+    if os.environ.get("SIMI_TEST_NO_KEYRING"):
+        return
+    if not secret_service.available():
+        return
+    _SESSION = secret_service.start()
+    os.environ.update(_SESSION.env)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _SESSION is not None:
+        _SESSION.stop()
+
+
+@pytest.fixture(scope="session")
+def secret_service_env() -> dict[str, str]:
+    """The environment of the real Secret Service; skips where none could start."""
+    if _SESSION is None:
+        pytest.fail(
+            "No Secret Service: install gnome-keyring and dbus (the README's test command does)."
+        )
+    return dict(_SESSION.env)
+
+
+@pytest.fixture(autouse=True)
+def simi_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    home = tmp_path / "simi-home"
+    monkeypatch.setenv("SIMI_HOME", str(home))
+    yield home
+
+
+@pytest.fixture
+def services(simi_home: Path) -> Iterator[object]:
+    from desktop.chat.services import Services
+    from desktop.settings.paths import AppPaths
+
+    svc = Services.open(AppPaths.from_env())
+    yield svc
+    svc.close()
+
+
+@pytest.fixture
+def cli_env(simi_home: Path) -> dict[str, str]:
+    """Environment for running `python -m desktop` in a subprocess on this test's SIMI_HOME."""
+    env = dict(os.environ)
+    env["SIMI_HOME"] = str(simi_home)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+PYTHON = sys.executable

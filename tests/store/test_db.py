@@ -1,0 +1,122 @@
+import hashlib
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from desktop.llm.errors import StoreUnavailable
+from desktop.settings.paths import AppPaths
+from desktop.store.db import MIGRATIONS_TABLE, move_aside, open_database
+from desktop.store.migrations import MIGRATIONS
+
+EXPECTED_TABLES = {"agents", "endpoints", "conversations", "messages", "inference_stats"}
+
+
+def _columns(db_path: Path, table: str) -> set[str]:
+    with sqlite3.connect(db_path) as conn:
+        return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def test_blank_database_migrates_to_expected_schema(tmp_path: Path) -> None:
+    path = tmp_path / "simi.db"
+    db = open_database(path)
+    assert set(db.table_names()) >= EXPECTED_TABLES
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    applied = [r[0] for r in db.execute(f"SELECT name FROM {MIGRATIONS_TABLE} ORDER BY id")]
+    assert applied == [name for name, _ in MIGRATIONS]
+    db.conn.close()
+    assert {"status", "content", "conversation_id", "error_text"} <= _columns(path, "messages")
+    assert {
+        "ttft_ms",
+        "decode_tok_s",
+        "prefill_tok_s",
+        "prompt_tokens",
+        "cached_tokens",
+        "output_tokens",
+        "finish_reason",
+        "cost_usd",
+        "context_fill",
+        "n_gpu_layers",
+        "backend",
+        "load_ms",
+        "agent_id",
+        "message_id",
+    } <= _columns(path, "inference_stats")
+    assert "api_key" not in " ".join(_columns(path, "endpoints") | _columns(path, "agents"))
+
+
+def test_reopening_applies_nothing_twice(tmp_path: Path) -> None:
+    path = tmp_path / "simi.db"
+    open_database(path).conn.close()
+    db = open_database(path)
+    count = db.execute(f"SELECT count(*) FROM {MIGRATIONS_TABLE}").fetchone()[0]
+    assert count == len(MIGRATIONS)
+
+
+def test_database_from_newer_version_is_refused_and_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "simi.db"
+    db = open_database(path)
+    db.execute(f"INSERT INTO {MIGRATIONS_TABLE} (name, applied_at) VALUES ('m999_future', 'x')")
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.conn.close()
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    with pytest.raises(StoreUnavailable) as info:
+        open_database(path)
+    assert "newer version" in info.value.user_message
+    assert str(path) in info.value.user_message
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+
+
+def test_corrupt_database_is_named_and_never_recreated(tmp_path: Path) -> None:
+    path = tmp_path / "simi.db"
+    garbage = b"this is not a database\n" * 500
+    path.write_bytes(garbage)
+    with pytest.raises(StoreUnavailable) as info:
+        open_database(path)
+    assert info.value.corrupt
+    assert str(path) in info.value.user_message
+    assert "move" in info.value.user_message.lower()
+    assert path.read_bytes() == garbage
+    moved = move_aside(path)
+    assert not path.exists() and moved.read_bytes() == garbage
+    open_database(path).conn.close()  # a fresh one now opens
+
+
+def test_unwritable_simi_home_gives_clear_message(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    paths = AppPaths.from_env({"SIMI_HOME": str(blocker / "home")})
+    with pytest.raises(StoreUnavailable) as info:
+        paths.ensure()
+    assert str(blocker / "home") in info.value.user_message
+    assert "SIMI_HOME" in info.value.user_message
+
+
+def test_simi_home_holds_all_state(simi_home: Path) -> None:
+    paths = AppPaths.from_env()
+    assert paths.db_path.parent == simi_home
+    assert paths.settings_path.parent == simi_home
+    assert paths.log_dir.parent == simi_home
+
+
+def test_deleting_conversation_cascades_messages_and_stats(tmp_path: Path) -> None:
+    from desktop.store.conversations import ConversationStore
+    from desktop.store.stats import StatsStore
+
+    db = open_database(tmp_path / "simi.db")
+    convs, stats = ConversationStore(db), StatsStore(db)
+    conv = convs.create(None, "t")
+    msg = convs.add_message(conv.id, "assistant", "hi")
+    stats.record(
+        {
+            "message_id": msg.id,
+            "conversation_id": conv.id,
+            "agent_name": "a",
+            "provider_kind": "local",
+            "started_at": "now",
+        }
+    )
+    convs.delete(conv.id)
+    assert db.execute("SELECT count(*) FROM messages").fetchone()[0] == 0
+    assert db.execute("SELECT count(*) FROM inference_stats").fetchone()[0] == 0

@@ -1,0 +1,170 @@
+"""The `simi` command, run as a user runs it: a subprocess on a real SIMI_HOME."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from desktop import __version__
+
+
+def simi(env: dict, *args: str, stdin: str | None = None, timeout: float = 120):
+    return subprocess.run(
+        [sys.executable, "-m", "desktop", *args],
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_version_via_module_and_console_script(cli_env) -> None:
+    out = simi(cli_env, "--version")
+    assert out.returncode == 0 and __version__ in out.stdout
+    script = Path(sys.executable).with_name("simi")
+    out2 = subprocess.run([str(script), "--version"], capture_output=True, text=True, env=cli_env)
+    assert out2.returncode == 0 and __version__ in out2.stdout
+
+
+def test_agents_lifecycle_through_the_cli(cli_env) -> None:
+    listed = json.loads(simi(cli_env, "agents", "list", "--json").stdout)
+    assert [a["name"] for a in listed] == ["SmolLM2 (local)"]
+
+    out = simi(
+        cli_env,
+        "agents",
+        "add",
+        "--name",
+        "Vllm box",
+        "--kind",
+        "openai-compatible",
+        "--base-url",
+        "http://127.0.0.1:8000/v1",
+        "--model",
+        "qwen",
+        "--system",
+        "Be brief",
+        "--temperature",
+        "0.3",
+        "--stop",
+        "END",
+    )
+    assert out.returncode == 0, out.stderr
+    shown = json.loads(simi(cli_env, "agents", "show", "Vllm box", "--json").stdout)
+    assert shown["base_url"] == "http://127.0.0.1:8000/v1" and shown["temperature"] == 0.3
+    assert shown["stop"] == ["END"] and shown["system_prompt"] == "Be brief"
+    assert shown["has_api_key"] is False
+
+    assert (
+        simi(
+            cli_env, "agents", "edit", "Vllm box", "--model", "llama", "--name", "GPU box"
+        ).returncode
+        == 0
+    )
+    assert (
+        json.loads(simi(cli_env, "agents", "show", "GPU box", "--json").stdout)["model"] == "llama"
+    )
+    assert simi(cli_env, "agents", "clone", "GPU box").returncode == 0
+    names = [a["name"] for a in json.loads(simi(cli_env, "agents", "list", "--json").stdout)]
+    assert "GPU box (copy)" in names
+    assert simi(cli_env, "agents", "remove", "GPU box").returncode == 0
+    names = [a["name"] for a in json.loads(simi(cli_env, "agents", "list", "--json").stdout)]
+    assert "GPU box" not in names and "GPU box (copy)" in names
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--name", "", "--kind", "local", "--model-file", "/x.gguf"], "name"),
+        (
+            ["--name", "SmolLM2 (local)", "--kind", "local", "--model-file", "/x.gguf"],
+            "already exists",
+        ),
+        (
+            [
+                "--name",
+                "A",
+                "--kind",
+                "openai-compatible",
+                "--base-url",
+                "not a url",
+                "--model",
+                "m",
+            ],
+            "base-url",
+        ),
+        (
+            ["--name", "A", "--kind", "openai", "--model", "m", "--temperature", "9"],
+            "between 0 and 2",
+        ),
+        (["--name", "A", "--kind", "local", "--model-file", "/missing.gguf"], "does not exist"),
+    ],
+)
+def test_invalid_agent_is_refused_with_field_message(cli_env, args, words) -> None:
+    out = simi(cli_env, "agents", "add", *args)
+    assert out.returncode == 1
+    assert words.lower() in out.stderr.lower()
+    assert "Traceback" not in out.stderr
+
+
+def test_unknown_agent_names_the_existing_ones(cli_env) -> None:
+    out = simi(cli_env, "agents", "show", "nope", "--json")
+    assert out.returncode == 1 and "SmolLM2 (local)" in out.stderr
+
+
+@pytest.mark.slow
+def test_ask_streams_reply_and_prints_stats_json(cli_env) -> None:
+    out = simi(cli_env, "ask", "--json", "Name one colour.")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.rstrip("\n").splitlines()
+    record = json.loads(lines[-1])
+    reply = "\n".join(lines[:-1]).strip()
+    assert reply
+    for key in (
+        "ttft_ms",
+        "decode_tok_s",
+        "prefill_tok_s",
+        "prompt_tokens",
+        "output_tokens",
+        "finish_reason",
+        "total_ms",
+        "agent_name",
+        "backend",
+    ):
+        assert key in record
+    assert record["finish_reason"] in ("stop", "length") and record["output_tokens"] > 0
+    assert record["status"] == "complete"
+
+    # The call is stored like a window conversation, and shows in the aggregates.
+    again = simi(cli_env, "ask", "--conversation", str(record["conversation_id"]), "More?")
+    assert again.returncode == 0
+    stats = json.loads(simi(cli_env, "stats", "--json").stdout)
+    assert stats[0]["agent"] == "SmolLM2 (local)" and stats[0]["calls"] == 2
+    text = simi(cli_env, "stats", "--agent", "SmolLM2 (local)").stdout
+    assert "SmolLM2 (local)" in text and "avg TTFT ms" in text
+
+
+def test_corrupt_database_is_reported_and_can_be_moved_aside(cli_env, simi_home) -> None:
+    simi_home.mkdir(parents=True)
+    db = simi_home / "simi.db"
+    db.write_bytes(b"garbage" * 1000)
+    out = simi(cli_env, "agents", "list")
+    assert out.returncode == 1 and str(db) in out.stderr and "move-aside" in out.stderr
+    assert db.read_bytes() == b"garbage" * 1000
+    moved = simi(cli_env, "db", "move-aside")
+    assert moved.returncode == 0
+    assert simi(cli_env, "agents", "list").returncode == 0
+    assert len(list(simi_home.glob("simi.db.broken-*"))) == 1
+
+
+def test_unwritable_home_is_reported(cli_env, tmp_path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    env = dict(cli_env, SIMI_HOME=str(blocker / "home"))
+    out = simi(env, "agents", "list")
+    assert out.returncode == 1 and "cannot write" in out.stderr and "Traceback" not in out.stderr
