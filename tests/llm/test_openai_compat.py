@@ -41,9 +41,8 @@ def test_streams_text_from_llama_cpp_server() -> None:
 
 @pytest.mark.slow
 def test_wrong_key_is_an_auth_error_naming_the_server() -> None:
-    with llama_server(api_key="sk-right") as base:
-        with pytest.raises(AuthError) as info:
-            asyncio.run(collect(OpenAICompatProvider(base, "sk-wrong", label="My box")))
+    with llama_server(api_key="sk-right") as base, pytest.raises(AuthError) as info:
+        asyncio.run(collect(OpenAICompatProvider(base, "sk-wrong", label="My box")))
     assert "My box" in info.value.user_message and "sk-wrong" not in info.value.user_message
 
 

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from desktop.local.engine import _split_on_stops, check_gguf_file
 from desktop.llm.errors import LocalModelError
+from desktop.local.engine import _split_on_stops, check_gguf_file
 from desktop.store.agents import Agent
 
 
@@ -23,8 +23,12 @@ def test_stop_strings_are_held_back_and_cut(text, stops, expected) -> None:
 
 @pytest.mark.parametrize(
     ("content", "words"),
-    [(b"", "empty"), (b"GG", "empty or truncated"), (b"NOPE" * 100, "not a GGUF"),
-     (b"just some text\n" * 10, "not a GGUF")],
+    [
+        (b"", "empty"),
+        (b"GG", "empty or truncated"),
+        (b"NOPE" * 100, "not a GGUF"),
+        (b"just some text\n" * 10, "not a GGUF"),
+    ],
 )
 def test_bad_model_files_get_clear_errors(tmp_path: Path, content: bytes, words: str) -> None:
     path = tmp_path / "model.gguf"
