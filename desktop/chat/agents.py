@@ -147,9 +147,9 @@ class AgentService:
         if api_key is not None and agent.is_local:
             raise ValidationError({"api_key": "Local agents do not use an API key."})
         created = self._store.insert(agent)
-        if api_key and created.endpoint_id is not None:
+        if api_key and created.key_ref is not None:
             try:
-                self._secrets.set(created.endpoint_id, api_key)
+                self._secrets.set(created.key_ref, api_key)
             except Exception:
                 self._store.delete(created.id or 0)
                 raise
@@ -164,8 +164,8 @@ class AgentService:
         if errors:
             raise ValidationError(errors)
         updated = self._store.update(agent)
-        if api_key and updated.endpoint_id is not None:
-            self._secrets.set(updated.endpoint_id, api_key)
+        if api_key and updated.key_ref is not None:
+            self._secrets.set(updated.key_ref, api_key)
         return updated
 
     def clone(self, agent: Agent, name: str | None = None) -> Agent:
@@ -181,13 +181,14 @@ class AgentService:
         assert agent.id is not None
         self._store.delete(agent.id)
         if agent.endpoint_id is not None and not self._store.endpoint_in_use(agent.endpoint_id):
-            self._secrets.delete(agent.endpoint_id)
+            if agent.key_ref:
+                self._secrets.delete(agent.key_ref)
             self._store.delete_endpoint(agent.endpoint_id)
 
     def api_key(self, agent: Agent) -> str | None:
-        if agent.endpoint_id is None:
+        if agent.key_ref is None:
             return None
-        return self._secrets.get(agent.endpoint_id)
+        return self._secrets.get(agent.key_ref)
 
     def has_key(self, agent: Agent) -> bool:
         try:

@@ -1,9 +1,11 @@
 """API keys, kept only in the OS keyring (Secret Service, Keychain, Windows Credential Locker).
 
-One keyring entry per endpoint: service ``simi-multi``, username ``endpoint:<id>``. Where no
-real keyring backend is available the store says so (``available`` is False) and, only if the
-person agrees, keeps keys in memory for this run. Nothing is ever written to disk by us, and a
-plaintext/file backend (keyrings.alt, keyrings.cryptfile) is refused rather than used silently.
+One keyring entry per endpoint: service ``simi-multi``, username ``endpoint:<key_ref>``, where
+``key_ref`` is a random id stored with the endpoint (entries never collide between databases).
+Where no real keyring backend is available the store says so (``available`` is False) and,
+only if the person agrees, keeps keys in memory for this run. Nothing is ever written to disk
+by us, and a plaintext/file backend (keyrings.alt, keyrings.cryptfile) is refused rather than
+used silently.
 """
 
 from __future__ import annotations
@@ -68,8 +70,8 @@ def redact(text: str) -> str:
     return SECRETS_SEEN.redact(text)
 
 
-def endpoint_username(endpoint_id: int) -> str:
-    return f"endpoint:{endpoint_id}"
+def endpoint_username(key_ref: str) -> str:
+    return f"endpoint:{key_ref}"
 
 
 class SecretStore:
@@ -118,8 +120,8 @@ class SecretStore:
         if not self.available and not self._memory_allowed:
             raise SecretsUnavailable(self.unavailable_message())
 
-    def get(self, endpoint_id: int) -> str | None:
-        name = endpoint_username(endpoint_id)
+    def get(self, key_ref: str) -> str | None:
+        name = endpoint_username(key_ref)
         if not self.available:
             value = self._memory.get(name)
         else:
@@ -134,10 +136,10 @@ class SecretStore:
             SECRETS_SEEN.add(value)
         return value
 
-    def set(self, endpoint_id: int, value: str) -> None:
+    def set(self, key_ref: str, value: str) -> None:
         self._require()
         SECRETS_SEEN.add(value)
-        name = endpoint_username(endpoint_id)
+        name = endpoint_username(key_ref)
         if not self.available:
             self._memory[name] = value
             return
@@ -149,8 +151,8 @@ class SecretStore:
                 "it and try again."
             ) from exc
 
-    def delete(self, endpoint_id: int) -> None:
-        name = endpoint_username(endpoint_id)
+    def delete(self, key_ref: str) -> None:
+        name = endpoint_username(key_ref)
         self._memory.pop(name, None)
         if not self.available:
             return
@@ -159,4 +161,4 @@ class SecretStore:
         except keyring.errors.PasswordDeleteError:
             pass
         except keyring.errors.KeyringError as exc:
-            log.warning("could not delete key for endpoint %s: %s", endpoint_id, type(exc).__name__)
+            log.warning("could not delete key %s: %s", name, type(exc).__name__)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
@@ -38,6 +39,7 @@ class Agent:
     # bookkeeping
     id: int | None = None
     endpoint_id: int | None = None
+    key_ref: str | None = None  # the endpoint's keyring entry name (from the endpoints table)
     sort_order: int = 0
     created_at: str | None = None
     updated_at: str | None = None
@@ -61,7 +63,7 @@ class Agent:
 _COLUMNS = [
     f.name
     for f in fields(Agent)
-    if f.name not in ("id", "base_url", "extra", "created_at", "updated_at")
+    if f.name not in ("id", "base_url", "key_ref", "extra", "created_at", "updated_at")
 ]
 
 
@@ -77,8 +79,8 @@ class AgentStore:
         if row:
             return int(row[0])
         cur = self._db.execute(
-            "INSERT INTO endpoints (kind, base_url, created_at) VALUES (?, ?, ?)",
-            [kind, base_url, utc_now()],
+            "INSERT INTO endpoints (kind, base_url, key_ref, created_at) VALUES (?, ?, ?, ?)",
+            [kind, base_url, uuid.uuid4().hex, utc_now()],
         )
         return int(cur.lastrowid or 0)
 
@@ -97,11 +99,13 @@ class AgentStore:
         data["stop"] = tuple(json.loads(data.get("stop") or "[]"))
         data["flash_attn"] = bool(data.get("flash_attn"))
         base_url = data.pop("endpoint_base_url", None)
-        return Agent(base_url=base_url, **data)
+        key_ref = data.pop("endpoint_key_ref", None)
+        return Agent(base_url=base_url, key_ref=key_ref, **data)
 
     def _select(self, where: str = "", params: list[Any] | None = None) -> list[Agent]:
         sql = (
-            "SELECT agents.*, endpoints.base_url AS endpoint_base_url FROM agents "
+            "SELECT agents.*, endpoints.base_url AS endpoint_base_url, "
+            "endpoints.key_ref AS endpoint_key_ref FROM agents "
             "LEFT JOIN endpoints ON endpoints.id = agents.endpoint_id "
             f"{where} ORDER BY agents.sort_order, agents.name COLLATE NOCASE"
         )

@@ -14,6 +14,9 @@ def m001_initial(db: sqlite_utils.Database) -> None:
             id INTEGER PRIMARY KEY,
             kind TEXT NOT NULL,
             base_url TEXT NOT NULL,
+            -- names this endpoint's keyring entry (not a secret). Random, so a key can never
+            -- be picked up by another database's endpoint that happens to get the same id.
+            key_ref TEXT NOT NULL UNIQUE,
             created_at TEXT NOT NULL,
             UNIQUE (kind, base_url)
         );

@@ -98,3 +98,20 @@ def test_local_agent_with_custom_file(services, tmp_path: Path) -> None:
         True,
         "q8_0",
     )
+
+
+def test_fresh_database_never_inherits_a_key_from_the_keyring(secret_service_env, tmp_path):
+    """Endpoint ids restart at 1 in a new database (e.g. after `simi db move-aside`); the key of
+    an old endpoint must not be sent to whatever host the new endpoint 1 points at."""
+    from desktop.chat.services import Services
+    from desktop.settings.paths import AppPaths
+
+    agent = Agent(name="R", kind="openai-compatible", base_url="https://a.example/v1", model="m")
+    first = Services.open(AppPaths.from_env({"SIMI_HOME": str(tmp_path / "one")}))
+    created = first.agents.create(agent, api_key="sk-old-database-key")
+    first.close()
+    second = Services.open(AppPaths.from_env({"SIMI_HOME": str(tmp_path / "two")}))
+    other = second.agents.create(agent.with_changes(base_url="https://b.example/v1"))
+    assert other.endpoint_id == created.endpoint_id
+    assert second.agents.api_key(other) is None
+    second.close()
