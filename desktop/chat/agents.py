@@ -7,6 +7,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from desktop.llm.errors import ValidationError
+from desktop.llm.presets import preset
 from desktop.local.starter import (
     STARTER_AGENT_NAME,
     STARTER_MODEL_NAME,
@@ -18,9 +19,9 @@ from desktop.settings.secrets import SecretStore
 from desktop.store.agents import KV_TYPES, PROVIDER_KINDS, Agent, AgentStore
 
 DEFAULT_BASE_URLS = {
-    "openai": "https://api.openai.com/v1",
-    "anthropic": "https://api.anthropic.com",
-    "gemini": "https://generativelanguage.googleapis.com",
+    "openai": preset("openai").base_url,
+    "anthropic": preset("anthropic").base_url,
+    "gemini": preset("gemini").base_url,
 }
 KIND_LABELS = {
     "local": "Local (llama.cpp)",

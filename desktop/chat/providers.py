@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from desktop.chat.agents import AgentService
-from desktop.llm.errors import LocalModelError, ProviderUnavailable
-from desktop.llm.openai_compat import OpenAICompatProvider
+from desktop.chat.agents import KIND_LABELS, AgentService
+from desktop.llm.errors import LocalModelError
+from desktop.llm.presets import create_provider
 from desktop.llm.provider import Provider
+from desktop.llm.retry import RetryingProvider
 from desktop.local.engine import LoadParams, default_threads
 from desktop.local.provider import LocalProvider, LocalRuntime
 from desktop.local.starter import resolve_model_path
@@ -30,9 +31,10 @@ def load_params_for(agent: Agent) -> LoadParams:
 
 
 class ProviderFactory:
-    def __init__(self, agents: AgentService, local: LocalRuntime) -> None:
+    def __init__(self, agents: AgentService, local: LocalRuntime, retry_attempts: int = 3) -> None:
         self._agents = agents
         self._local = local
+        self.retry_attempts = retry_attempts
 
     @property
     def local(self) -> LocalRuntime:
@@ -41,11 +43,18 @@ class ProviderFactory:
     def for_agent(self, agent: Agent) -> Provider:
         if agent.kind == "local":
             return LocalProvider(self._local, load_params_for(agent))
-        if agent.kind in ("openai", "openai-compatible"):
-            assert agent.base_url is not None
-            label = "OpenAI" if agent.kind == "openai" else agent.name
-            return OpenAICompatProvider(agent.base_url, self._agents.api_key(agent), label=label)
-        raise ProviderUnavailable(
-            f"Talking to {agent.kind} agents is not available in this build yet. Use an OpenAI "
-            "or OpenAI-compatible agent, or a local model."
+        # The key is looked up by the endpoint's own key_ref: an agent moved to another host
+        # has a new endpoint with no key, so an old key never travels to a new host.
+        label = (
+            KIND_LABELS.get(agent.kind, agent.kind)
+            if agent.kind != "openai-compatible"
+            else (agent.name)
         )
+        provider = create_provider(
+            agent.kind,
+            base_url=agent.base_url,
+            api_key=self._agents.api_key(agent),
+            label=label,
+        )
+        # Retry with backoff only before the first token, only for retryable errors.
+        return RetryingProvider(provider, attempts=self.retry_attempts)

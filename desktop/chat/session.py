@@ -128,6 +128,8 @@ class StatsClock:
             "decode_tok_s": decode_tok_s,
             "finish_reason": finish_reason,
             "error_kind": error_kind,
+            "cost_usd": self.usage.cost_usd,
+            "price_source": "reported" if self.usage.cost_usd is not None else None,
             "model_reported": self.info.model_reported,
             "backend": self.info.backend,
             "context_window": window,

@@ -26,13 +26,18 @@ class ReasoningDelta:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token counts for one call; ``source``: reported by the backend, or counted by us."""
+    """Token counts for one call; ``source``: reported by the backend, or counted by us.
+
+    ``cost_usd``: what the backend itself says the call cost (OpenRouter's ``usage.cost``);
+    ``None`` when it says nothing. Never estimated here.
+    """
 
     prompt_tokens: int | None = None
     cached_tokens: int | None = None
     output_tokens: int | None = None
     reasoning_tokens: int | None = None
     source: TokenSource = "reported"
+    cost_usd: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

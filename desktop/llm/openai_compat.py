@@ -1,32 +1,30 @@
-"""OpenAI Chat Completions streaming (OpenAI itself and every OpenAI-compatible server).
+"""OpenAI Chat Completions streaming: OpenAI itself and every OpenAI-compatible server.
 
-Foundation scope: streaming text, usage when the server sends it (``stream_options``), llama.cpp
-server ``timings``, and the common HTTP failures as typed errors. Provider JSON never leaves
-this module.
+Groq, OpenRouter, Mistral, DeepSeek, Together, xAI, Ollama, LM Studio, llama.cpp server and vLLM
+are *endpoints* of this one kind (see ``desktop.llm.presets``). Besides text it reads reasoning
+deltas (``reasoning_content`` / ``reasoning``), ``usage`` (asked for with
+``stream_options.include_usage``; cached, reasoning tokens and OpenRouter's ``cost``), and
+llama.cpp server ``timings``. Provider JSON never leaves this module.
+
+Token counts when the server sends no usage (llama-cpp-python's ``llama_cpp.server`` does not,
+even with ``include_usage``): output tokens are the number of content and reasoning deltas
+(llama.cpp-family servers send one token per delta; servers that batch tokens are undercounted),
+prompt tokens are the prompt's characters / 4 (a common rule of thumb for English text, off by
+tens of percent for code or other languages). Both are marked ``source="counted"``.
 """
 
 from __future__ import annotations
 
-import json
-import time
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
-import httpx_sse
 
-from desktop.llm.errors import (
-    AuthError,
-    BadResponse,
-    ContextTooLong,
-    ModelNotFound,
-    ProviderUnavailable,
-    RateLimited,
-    UserError,
-)
+from desktop.llm.errors import BadResponse
 from desktop.llm.events import (
     Finished,
+    FinishReason,
     ReasoningDelta,
     RunInfo,
     StreamEvent,
@@ -35,11 +33,22 @@ from desktop.llm.events import (
     Usage,
 )
 from desktop.llm.provider import ChatRequest
+from desktop.llm.transport import HttpEndpoint, unavailable
 
-_FINISH = {"stop": "stop", "length": "length", "content_filter": "stop", "tool_calls": "stop"}
+_FINISH: dict[str, FinishReason] = {
+    "stop": "stop",
+    "length": "length",
+    "content_filter": "stop",
+    "tool_calls": "stop",
+    "function_call": "stop",
+    "eos": "stop",
+}
+CHARS_PER_TOKEN = 4
 
 
 class OpenAICompatProvider:
+    """Chat Completions over SSE. ``label`` names the endpoint in every error message."""
+
     def __init__(
         self,
         base_url: str,
@@ -48,19 +57,26 @@ class OpenAICompatProvider:
         label: str = "The server",
         stall_timeout_s: float = 60.0,
         client: httpx.AsyncClient | None = None,
+        ca_bundle: str | None = None,
+        extra_headers: dict[str, str] | None = None,
     ) -> None:
-        self._base_url = base_url.rstrip("/")
         self._api_key = api_key
-        self._label = label
-        self._host = urlsplit(self._base_url).hostname or self._base_url
-        self._client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(connect=15.0, read=stall_timeout_s, write=30.0, pool=15.0),
-            verify=True,
+        self._extra_headers = dict(extra_headers or {})
+        self._http = HttpEndpoint(
+            base_url,
+            label=label,
+            secrets=(api_key,),
+            stall_timeout_s=stall_timeout_s,
+            ca_bundle=ca_bundle,
+            client=client,
         )
-        self._owns_client = client is None
+
+    @property
+    def label(self) -> str:
+        return self._http.label
 
     def _headers(self) -> dict[str, str]:
-        headers = {"Accept": "text/event-stream"}
+        headers = dict(self._extra_headers)
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         return headers
@@ -85,146 +101,135 @@ class OpenAICompatProvider:
             body["stop"] = list(s.stop)
         return body
 
-    def _http_error(self, status: int, text: str, headers: httpx.Headers) -> UserError:
-        where = f"{self._label} ({self._host})"
-        detail = _error_detail(text)
-        if status in (401, 403):
-            return AuthError(
-                f"{where} rejected the API key (HTTP {status}). Check the key in the agent's "
-                "settings."
-            )
-        if status == 404:
-            return ModelNotFound(
-                f"{where} does not know this model or path (HTTP 404{detail}). Check the model "
-                "name and base URL."
-            )
-        if status == 429:
-            retry_after = _retry_after(headers.get("retry-after"))
-            wait = f" Try again in {retry_after:.0f} s." if retry_after else " Try again shortly."
-            return RateLimited(f"{where} is limiting requests (HTTP 429).{wait}", retry_after)
-        if status == 400 and ("context" in text.lower() or "too long" in text.lower()):
-            return ContextTooLong(
-                f"{where} says the conversation is too long for the model{detail}. Start a new "
-                "conversation or shorten the message."
-            )
-        if status >= 500:
-            return ProviderUnavailable(
-                f"{where} had a server error (HTTP {status}{detail}). Try again in a moment."
-            )
-        return BadResponse(f"{where} refused the request (HTTP {status}{detail}).")
-
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        url = f"{self._base_url}/chat/completions"
-        started = time.perf_counter()
-        where = f"{self._label} ({self._host})"
-        finish: str | None = None
+        http = self._http
+        finish: FinishReason | None = None
+        done = False
+        chunks = 0
+        deltas = 0
+        usage: dict[str, Any] | None = None
+        timings: dict[str, Any] | None = None
         reported_model: str | None = None
-        try:
-            async with self._client.stream(
-                "POST", url, json=self._body(request), headers=self._headers()
-            ) as response:
-                headers_ms = (time.perf_counter() - started) * 1000
-                if response.status_code >= 400:
-                    text = (await response.aread()).decode("utf-8", "replace")[:2000]
-                    raise self._http_error(response.status_code, text, response.headers)
-                yield Timing(headers_ms=headers_ms)
-                source = httpx_sse.EventSource(response)
-                async for sse in source.aiter_sse():
-                    data = sse.data.strip()
-                    if not data:
+        events = http.sse(
+            f"{http.base_url}/chat/completions",
+            body=self._body(request),
+            headers=self._headers(),
+            model=request.model,
+        )
+        async with contextlib.aclosing(events):
+            async for item in events:
+                if isinstance(item, Timing):
+                    yield item
+                    continue
+                data = item.data.strip()
+                if not data:
+                    continue
+                if data == "[DONE]":
+                    done = True
+                    break
+                chunk = http.decode(data)
+                if not isinstance(chunk, dict):
+                    raise BadResponse(
+                        f"{http.where} sent a message this app does not understand. Check that "
+                        "the endpoint speaks the OpenAI Chat Completions API."
+                    )
+                chunks += 1
+                error = chunk.get("error")
+                if error:
+                    if isinstance(error, dict):
+                        kind = error.get("code") or error.get("type")
+                        raise http.stream_error(str(kind or ""), error.get("message"))
+                    raise http.stream_error(None, str(error))
+                if reported_model is None and chunk.get("model"):
+                    reported_model = str(chunk["model"])
+                    yield RunInfo(model_reported=reported_model)
+                for choice in chunk.get("choices") or []:
+                    if not isinstance(choice, dict):
                         continue
-                    if data == "[DONE]":
-                        break
-                    try:
-                        chunk = json.loads(data)
-                    except json.JSONDecodeError as exc:
-                        raise BadResponse(f"{where} sent data that is not JSON.") from exc
-                    if not isinstance(chunk, dict):
-                        raise BadResponse(f"{where} sent an unexpected message.")
-                    if "error" in chunk:
-                        err = chunk["error"]
-                        msg = err.get("message") if isinstance(err, dict) else str(err)
-                        raise BadResponse(f"{where} reported an error mid-stream: {msg}")
-                    if reported_model is None and chunk.get("model"):
-                        reported_model = str(chunk["model"])
-                        yield RunInfo(model_reported=reported_model)
-                    for choice in chunk.get("choices") or []:
-                        delta = choice.get("delta") or {}
-                        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-                        if reasoning:
-                            yield ReasoningDelta(str(reasoning))
-                        if delta.get("content"):
-                            yield TextDelta(str(delta["content"]))
-                        if choice.get("finish_reason"):
-                            finish = _FINISH.get(choice["finish_reason"], "stop")
-                    usage = chunk.get("usage")
-                    if isinstance(usage, dict):
-                        details = usage.get("prompt_tokens_details") or {}
-                        cdetails = usage.get("completion_tokens_details") or {}
-                        yield Usage(
-                            prompt_tokens=usage.get("prompt_tokens"),
-                            cached_tokens=details.get("cached_tokens"),
-                            output_tokens=usage.get("completion_tokens"),
-                            reasoning_tokens=cdetails.get("reasoning_tokens"),
-                            source="reported",
-                        )
-                    timings = chunk.get("timings")
-                    if isinstance(timings, dict):
-                        yield Timing(
-                            prefill_ms=timings.get("prompt_ms"),
-                            decode_ms=timings.get("predicted_ms"),
-                            prompt_eval_tokens=timings.get("prompt_n"),
-                        )
-        except httpx.ConnectError as exc:
-            raise ProviderUnavailable(
-                f"Cannot reach {where}: {_reason(exc)}. Check that the server is running and the "
-                "base URL is right."
-            ) from exc
-        except httpx.ReadTimeout as exc:
-            raise ProviderUnavailable(
-                f"{where} stopped sending data. Try again, or raise the stall timeout."
-            ) from exc
-        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-            raise ProviderUnavailable(
-                f"The connection to {where} dropped mid-reply. The text so far is kept; retry."
-            ) from exc
-        except httpx.HTTPError as exc:
-            raise ProviderUnavailable(f"Talking to {where} failed: {_reason(exc)}.") from exc
-        yield Finished(finish or "stop")  # type: ignore[arg-type]
+                    delta = choice.get("delta") or {}
+                    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+                    if isinstance(reasoning, str) and reasoning:
+                        deltas += 1
+                        yield ReasoningDelta(reasoning)
+                    content = delta.get("content")
+                    if isinstance(content, str) and content:
+                        deltas += 1
+                        yield TextDelta(content)
+                    if choice.get("finish_reason"):
+                        finish = _FINISH.get(str(choice["finish_reason"]), "stop")
+                if isinstance(chunk.get("usage"), dict):
+                    usage = chunk["usage"]
+                if isinstance(chunk.get("timings"), dict):
+                    timings = chunk["timings"]
+                    yield Timing(
+                        prefill_ms=_num(timings.get("prompt_ms")),
+                        decode_ms=_num(timings.get("predicted_ms")),
+                        prompt_eval_tokens=_int(timings.get("prompt_n")),
+                    )
+        if not done and finish is None:
+            if chunks == 0:
+                # llama_cpp.server answers 200 and then nothing when the prompt overflows n_ctx.
+                raise unavailable(
+                    f"{http.where} accepted the request but sent no reply. If the conversation "
+                    "is long it may not fit the model's context (start a new one); otherwise "
+                    "press Retry."
+                )
+            raise http.ended_early()
+        yield _usage(usage, timings, deltas, request)
+        yield Finished(finish or "stop")
 
     async def list_models(self) -> list[str]:
-        response = await self._client.get(f"{self._base_url}/models", headers=self._headers())
-        if response.status_code >= 400:
-            raise self._http_error(response.status_code, response.text, response.headers)
-        data = response.json().get("data") or []
-        return sorted(str(m.get("id")) for m in data if isinstance(m, dict) and m.get("id"))
+        http = self._http
+        data = await http.get_json(f"{http.base_url}/models", headers=self._headers())
+        items = data.get("data") if isinstance(data, dict) else data
+        if not isinstance(items, list):
+            raise BadResponse(f"{http.where} sent a model list this app does not understand.")
+        return sorted({str(m["id"]) for m in items if isinstance(m, dict) and m.get("id")})
 
     async def aclose(self) -> None:
-        if self._owns_client:
-            await self._client.aclose()
+        await self._http.aclose()
 
 
-def _reason(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return text[:200]
+def _usage(
+    usage: dict[str, Any] | None,
+    timings: dict[str, Any] | None,
+    deltas: int,
+    request: ChatRequest,
+) -> Usage:
+    cache_n = _int(timings.get("cache_n")) if timings else None
+    if usage is not None:
+        prompt_details = usage.get("prompt_tokens_details") or {}
+        output_details = usage.get("completion_tokens_details") or {}
+        cached = _int(prompt_details.get("cached_tokens"))
+        if cached is None:  # DeepSeek names it differently
+            cached = _int(usage.get("prompt_cache_hit_tokens"))
+        return Usage(
+            prompt_tokens=_int(usage.get("prompt_tokens")),
+            cached_tokens=cached if cached is not None else cache_n,
+            output_tokens=_int(usage.get("completion_tokens")),
+            reasoning_tokens=_int(output_details.get("reasoning_tokens")),
+            source="reported",
+            cost_usd=_num(usage.get("cost")),
+        )
+    if timings is not None and _int(timings.get("predicted_n")) is not None:
+        prompt_n = _int(timings.get("prompt_n")) or 0
+        return Usage(
+            prompt_tokens=prompt_n + (cache_n or 0),
+            cached_tokens=cache_n,
+            output_tokens=_int(timings.get("predicted_n")),
+            source="reported",
+        )
+    prompt_chars = sum(len(m.content) for m in request.messages)
+    return Usage(
+        prompt_tokens=max(1, round(prompt_chars / CHARS_PER_TOKEN)),
+        output_tokens=deltas,
+        source="counted",
+    )
 
 
-def _error_detail(text: str) -> str:
-    try:
-        data = json.loads(text)
-        err = data.get("error") if isinstance(data, dict) else None
-        msg = err.get("message") if isinstance(err, dict) else err
-        if msg:
-            return f": {str(msg)[:300]}"
-    except (ValueError, AttributeError):
-        pass
-    return ""
+def _int(value: object) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None
+def _num(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

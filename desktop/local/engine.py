@@ -9,7 +9,9 @@ llama.cpp in this module so that move stays small.
 from __future__ import annotations
 
 import codecs
+import collections
 import contextlib
+import ctypes
 import logging
 import os
 import threading
@@ -17,7 +19,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from desktop.llm.errors import ContextTooLong, LocalModelError
 from desktop.llm.events import Finished, RunInfo, StreamEvent, TextDelta, Timing, Usage
@@ -29,6 +31,58 @@ GGUF_MAGIC = b"GGUF"
 # ggml_type ids for the KV cache (ggml.h): F16 = 1, Q4_0 = 2, Q8_0 = 8.
 KV_TYPE_IDS = {"f16": 1, "q4_0": 2, "q8_0": 8}
 CHATML_TEMPLATE_NOTE = "No chat template in the model file; using ChatML."
+
+
+# The last lines llama.cpp logged (in the worker process), so a load failure can say what
+# llama.cpp itself complained about instead of llama-cpp-python's bare "Failed to load".
+LLAMA_LOG_TAIL: collections.deque[str] = collections.deque(maxlen=40)
+_log_callback: object = None
+
+
+def capture_llama_logs() -> None:
+    """Route llama.cpp's own log lines into ``LLAMA_LOG_TAIL`` instead of stderr."""
+    global _log_callback
+    import llama_cpp
+
+    @llama_cpp.llama_log_callback  # type: ignore[untyped-decorator,unused-ignore]
+    def _on_log(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
+        line = text.decode("utf-8", "replace").strip()
+        if line:
+            LLAMA_LOG_TAIL.append(line)
+
+    _log_callback = _on_log  # keep a reference: llama.cpp holds a raw pointer to it
+    llama_cpp.llama_log_set(_on_log, ctypes.c_void_p(0))
+
+
+def llama_complaint() -> str:
+    """The first telling llama.cpp complaint since the log was cleared, or ''.
+
+    llama.cpp logs the cause first ("tensor 'x' data is not within the file bounds") and then
+    generic lines ("failed to load model"); the cause is what a person needs.
+    """
+    words = ("error", "failed", "invalid", "unknown", "corrupt", "must be", "not within")
+    for line in LLAMA_LOG_TAIL:
+        lowered = line.lower()
+        if "failed to load model" in lowered or not any(w in lowered for w in words):
+            continue
+        return _strip_log_prefixes(line)
+    return ""
+
+
+def _strip_log_prefixes(line: str) -> str:
+    # "llama_model_load: error loading model: tensor ..." -> "tensor ..."
+    while True:
+        head, sep, rest = line.partition(": ")
+        if sep and (head.replace("_", "").isalnum() or head == "error loading model"):
+            line = rest
+            continue
+        return line
+
+
+class CancelFlag(Protocol):
+    """Anything with ``is_set()``: a ``threading.Event`` or the worker's shared flag."""
+
+    def is_set(self) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +206,12 @@ class LocalEngine:
 
     def __init__(self) -> None:
         self._model: LoadedModel | None = None
+        self._unreported_load_ms: float | None = None
         self.lock = threading.Lock()
+
+    @property
+    def loaded(self) -> LoadedModel | None:
+        return self._model
 
     def unload(self) -> None:
         model, self._model = self._model, None
@@ -183,23 +242,34 @@ class LocalEngine:
             kwargs["type_k"] = KV_TYPE_IDS[params.kv_type]
             kwargs["type_v"] = KV_TYPE_IDS[params.kv_type]
         started = time.perf_counter()
+        LLAMA_LOG_TAIL.clear()
         try:
             llm = llama_cpp.Llama(**kwargs)
         except (ValueError, RuntimeError, OSError) as exc:
+            said = llama_complaint()
+            detail = f" llama.cpp said: “{said}”." if said else ""
             raise LocalModelError(
-                f"llama.cpp could not load {path.name}: {exc}. The file may be damaged or made "
-                "for a newer llama.cpp; try another file or a smaller context size."
+                f"llama.cpp could not load the model file {path}.{detail} The file may be "
+                "damaged, incomplete, or made for a newer llama.cpp; try downloading it again, "
+                "another file, or a smaller context size."
             ) from exc
         load_ms = (time.perf_counter() - started) * 1000
         log.info("loaded %s in %.0f ms", path.name, load_ms)
         return LoadedModel(params, llm, load_ms)
 
     def model_for(self, params: LoadParams) -> tuple[LoadedModel, float | None]:
-        if self._model is not None and self._model.params == params:
-            return self._model, None
-        self.unload()
-        self._model = self._load(params)
-        return self._model, self._model.load_ms
+        """The loaded model for ``params`` (loading it if needed) and the load time not yet
+        reported to any call (so the call that caused a load reports it)."""
+        model = self.ensure_loaded(params)
+        load_ms, self._unreported_load_ms = self._unreported_load_ms, None
+        return model, load_ms
+
+    def ensure_loaded(self, params: LoadParams) -> LoadedModel:
+        if self._model is None or self._model.params != params:
+            self.unload()
+            self._model = self._load(params)
+            self._unreported_load_ms = self._model.load_ms
+        return self._model
 
     def format_prompt(
         self, model: LoadedModel, messages: tuple[ChatMessage, ...]
@@ -228,13 +298,13 @@ class LocalEngine:
         return result.prompt, tuple(s for s in stops if s), bool(result.added_special)
 
     def generate(
-        self, params: LoadParams, request: ChatRequest, cancel: threading.Event
+        self, params: LoadParams, request: ChatRequest, cancel: CancelFlag
     ) -> Iterator[StreamEvent]:
         with self.lock:
             yield from self._generate(params, request, cancel)
 
     def _generate(
-        self, params: LoadParams, request: ChatRequest, cancel: threading.Event
+        self, params: LoadParams, request: ChatRequest, cancel: CancelFlag
     ) -> Iterator[StreamEvent]:
         import llama_cpp
 
@@ -308,7 +378,11 @@ class LocalEngine:
                     finish = "cancelled"
                     break
         except Exception as exc:
-            raise LocalModelError(f"llama.cpp failed while generating: {exc}") from exc
+            if not cancel.is_set():
+                raise LocalModelError(f"llama.cpp failed while generating: {exc}") from exc
+            # The abort callback stopped llama_decode mid-prefill (it returns 2, which
+            # llama-cpp-python raises as RuntimeError). The next eval drops the partial cells.
+            finish = "cancelled"
         finally:
             generator.close()
         held += decoder.decode(b"", final=True)

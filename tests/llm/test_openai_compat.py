@@ -1,20 +1,23 @@
-"""The OpenAI-compatible provider against real and deliberately broken peers on loopback."""
+"""The OpenAI-compatible provider against the real llama_cpp.server and replayed streams."""
 
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
+import contextlib
 from collections.abc import Iterator
 
 import pytest
 
-from desktop.llm.errors import AuthError, BadResponse, ProviderUnavailable, RateLimited
-from desktop.llm.events import Finished, TextDelta
+from desktop.llm.connection import test_connection as check_connection
+from desktop.llm.errors import AuthError, ContextTooLong
+from desktop.llm.events import Finished, ReasoningDelta, RunInfo, TextDelta, Timing, Usage
 from desktop.llm.openai_compat import OpenAICompatProvider
 from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
-from tests.helpers.servers import closed_port, llama_server
+from tests.helpers.fault_server import FaultServer, Reply, replay
+from tests.helpers.servers import llama_server
+from tests.llm.streams import make, only, reasoning, run, text
 
+KEY = "sk-local-right-key-123"
 REQUEST = ChatRequest(
     model="smollm2",
     messages=(ChatMessage("user", "Say hi."),),
@@ -22,112 +25,142 @@ REQUEST = ChatRequest(
 )
 
 
-async def collect(provider: OpenAICompatProvider) -> list:
-    try:
-        return [e async for e in provider.stream(REQUEST)]
-    finally:
-        await provider.aclose()
+@pytest.fixture(scope="module")
+def llama() -> Iterator[str]:
+    """One real llama_cpp.server (starter model, API key on) for this module's slow tests."""
+    with llama_server(api_key=KEY) as base:
+        yield base
 
 
 @pytest.mark.slow
-def test_streams_text_from_llama_cpp_server() -> None:
-    with llama_server() as base:
-        events = asyncio.run(collect(OpenAICompatProvider(base, None, label="llama.cpp")))
-    text = "".join(e.text for e in events if isinstance(e, TextDelta))
-    assert text.strip()
-    assert isinstance(events[-1], Finished) and events[-1].reason in ("stop", "length")
+def test_streams_text_with_counted_usage_and_client_timing(llama: str) -> None:
+    provider = OpenAICompatProvider(llama, KEY, label="llama.cpp")
+    events, error = asyncio.run(run(provider, REQUEST))
+    assert error is None and text(events).strip()
     assert sum(isinstance(e, Finished) for e in events) == 1
+    assert isinstance(events[-1], Finished) and events[-1].reason in ("stop", "length")
+    # llama_cpp.server sends no usage: the provider counts, one token per delta, and says so.
+    usage = only(events, Usage)
+    assert usage.source == "counted"
+    assert usage.output_tokens == sum(isinstance(e, TextDelta) for e in events)
+    assert usage.prompt_tokens and usage.prompt_tokens > 0
+    timing = next(e for e in events if isinstance(e, Timing))
+    assert timing.connect_ms is not None and timing.headers_ms is not None
+    assert timing.headers_ms >= timing.connect_ms
+    assert only(events, RunInfo).model_reported == "smollm2"
 
 
 @pytest.mark.slow
-def test_wrong_key_is_an_auth_error_naming_the_server() -> None:
-    with llama_server(api_key="sk-right") as base, pytest.raises(AuthError) as info:
-        asyncio.run(collect(OpenAICompatProvider(base, "sk-wrong", label="My box")))
-    assert "My box" in info.value.user_message and "sk-wrong" not in info.value.user_message
-
-
-def test_connection_refused_says_what_to_check() -> None:
-    base = f"http://127.0.0.1:{closed_port()}/v1"
-    with pytest.raises(ProviderUnavailable) as info:
-        asyncio.run(collect(OpenAICompatProvider(base, None, label="Box")))
-    assert "Cannot reach Box" in info.value.user_message
-
-
-class RawServer:
-    """Stands in for a misbehaving OpenAI-compatible server: answers with fixed raw bytes."""
-
-    def __init__(self, response: bytes, close_early: bool = False) -> None:
-        self.response = response
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(4)
-        self.port = self.sock.getsockname()[1]
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
+def test_models_list_and_connection_report_from_the_real_server(llama: str) -> None:
+    async def go() -> tuple[list[str], object]:
+        provider = OpenAICompatProvider(llama, KEY, label="My box")
         try:
-            conn, _ = self.sock.accept()
-        except OSError:
-            return
-        with conn:
-            conn.recv(65536)
-            conn.sendall(self.response)
-
-    def close(self) -> None:
-        self.sock.close()
-
-
-@pytest.fixture
-def raw_server() -> Iterator[type[RawServer]]:
-    servers: list[RawServer] = []
-
-    def make(response: bytes) -> RawServer:
-        server = RawServer(response)
-        servers.append(server)
-        return server
-
-    yield make  # type: ignore[misc]
-    for s in servers:
-        s.close()
-
-
-SSE_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
-
-
-def test_dropped_connection_mid_stream_is_unavailable(raw_server) -> None:
-    chunk = b'data: {"choices":[{"delta":{"content":"Hel"}}]}\n\n'
-    server = raw_server(
-        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 9999\r\n\r\n"
-        + chunk
-    )
-    provider = OpenAICompatProvider(f"http://127.0.0.1:{server.port}/v1", None, label="Flaky")
-    seen: list = []
-
-    async def run() -> None:
-        try:
-            async for e in provider.stream(REQUEST):
-                seen.append(e)
+            return await provider.list_models(), await check_connection(provider, label="My box")
         finally:
             await provider.aclose()
 
-    with pytest.raises(ProviderUnavailable) as info:
-        asyncio.run(run())
-    assert any(isinstance(e, TextDelta) and e.text == "Hel" for e in seen)
-    assert "dropped" in info.value.user_message
+    models, report = asyncio.run(go())
+    assert len(models) == 1 and models[0].endswith(".gguf")
+    assert report.ok and report.model_count == 1  # type: ignore[attr-defined]
+    assert "My box" in report.message  # type: ignore[attr-defined]
 
 
-def test_garbage_in_stream_is_bad_response(raw_server) -> None:
-    server = raw_server(SSE_HEAD + b"data: {not json\n\n")
-    with pytest.raises(BadResponse):
-        asyncio.run(collect(OpenAICompatProvider(f"http://127.0.0.1:{server.port}/v1", None)))
+@pytest.mark.slow
+def test_wrong_key_is_an_auth_error_naming_the_server(llama: str) -> None:
+    provider = OpenAICompatProvider(llama, "sk-wrong-key-456", label="My box")
+    events, error = asyncio.run(run(provider, REQUEST))
+    assert isinstance(error, AuthError) and "My box" in error.user_message
+    assert "sk-wrong-key-456" not in error.user_message and not events
 
 
-def test_429_carries_retry_after(raw_server) -> None:
-    server = raw_server(
-        b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 20\r\nContent-Length: 2\r\n"
-        b"Connection: close\r\n\r\n{}"
+@pytest.mark.slow
+def test_cancel_mid_reply_stops_the_call_and_the_server_serves_the_next(llama: str) -> None:
+    long = ChatRequest(
+        model="smollm2",
+        messages=(ChatMessage("user", "Count from 1 to 500, one number per line."),),
+        sampling=Sampling(max_tokens=400, temperature=0.0),
     )
-    with pytest.raises(RateLimited) as info:
-        asyncio.run(collect(OpenAICompatProvider(f"http://127.0.0.1:{server.port}/v1", None)))
-    assert info.value.retry_after == 20 and "20 s" in info.value.user_message
+
+    async def go() -> tuple[int, str]:
+        provider = OpenAICompatProvider(llama, KEY, label="llama.cpp")
+        first = asyncio.Event()
+        seen = 0
+
+        async def consume() -> None:
+            nonlocal seen
+            async with contextlib.aclosing(provider.stream(long)) as events:  # type: ignore[type-var]
+                async for event in events:
+                    if isinstance(event, TextDelta):
+                        seen += 1
+                        first.set()
+
+        task = asyncio.create_task(consume())
+        await first.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        cancelled_at = seen
+        events, error = await run(provider, REQUEST)
+        assert error is None
+        return cancelled_at, text(events)
+
+    cancelled_at, after = asyncio.run(go())
+    assert cancelled_at < 400
+    assert after.strip()
+
+
+def test_request_asks_for_usage_and_sends_bearer_key() -> None:
+    with FaultServer(replay("openrouter_reasoning.sse")) as server:
+        asyncio.run(run(make("openai", server.url, key="sk-or-abc123456")))
+    sent = server.requests[0]
+    assert (sent.method, sent.path) == ("POST", "/v1/chat/completions")
+    assert sent.headers["authorization"] == "Bearer sk-or-abc123456"
+    body = sent.json()
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert body["messages"][0] == {"role": "system", "content": "Be brief."}
+
+
+def test_openrouter_reasoning_cost_and_cached_tokens_are_reported() -> None:
+    with FaultServer(replay("openrouter_reasoning.sse")) as server:
+        events, error = asyncio.run(run(make("openai", server.url)))
+    assert error is None
+    assert reasoning(events) == "Thinking briefly." and text(events) == "Hi!"
+    assert any(isinstance(e, ReasoningDelta) for e in events)
+    usage = only(events, Usage)
+    assert usage == Usage(
+        prompt_tokens=12,
+        cached_tokens=8,
+        output_tokens=40,
+        reasoning_tokens=37,
+        source="reported",
+        cost_usd=0.0000912,
+    )
+    assert only(events, RunInfo).model_reported == "deepseek/deepseek-r1"
+    assert events[-1] == Finished("stop")
+
+
+def test_llama_cpp_server_timings_become_timing_and_reported_usage() -> None:
+    with FaultServer(replay("llamacpp_timings.sse")) as server:
+        events, error = asyncio.run(run(make("openai", server.url, key=None)))
+    assert error is None and text(events) == "Hello world."
+    server_timing = [e for e in events if isinstance(e, Timing) and e.decode_ms is not None]
+    assert server_timing == [Timing(prefill_ms=12.5, decode_ms=30.0, prompt_eval_tokens=7)]
+    assert only(events, Usage) == Usage(
+        prompt_tokens=12, cached_tokens=5, output_tokens=3, source="reported"
+    )
+    assert "authorization" not in server.requests[0].headers
+
+
+def test_context_overflow_body_from_llama_cpp_server_is_context_too_long() -> None:
+    reply = replay("openai_context_too_long.json", status=400, chunked=False)
+    with FaultServer(reply) as server:
+        _, error = asyncio.run(run(make("openai", server.url, label="llama.cpp")))
+    assert isinstance(error, ContextTooLong)
+    assert "llama.cpp" in error.user_message and "2048" in error.user_message
+
+
+def test_empty_200_reply_says_the_prompt_may_not_fit() -> None:
+    """llama_cpp.server answers a streamed over-long prompt with 200 and no events."""
+    with FaultServer(Reply(body=b"")) as server:
+        events, error = asyncio.run(run(make("openai", server.url)))
+    assert error is not None and "context" in error.user_message and not events[1:]

@@ -1,0 +1,142 @@
+"""Composition root: QApplication + qasync loop, services, the main window, ordered shutdown.
+
+The only module that knows every layer. ``simi`` with no subcommand calls ``run_app()``.
+PySide6 is imported inside the functions so that importing this module stays cheap for the CLI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+
+os.environ["QT_API"] = "pyside6"  # before qasync is imported: it prefers PyQt otherwise
+
+from desktop.chat.services import Services
+from desktop.llm.errors import StoreUnavailable
+from desktop.settings.paths import AppPaths
+from desktop.store.db import move_aside
+
+log = logging.getLogger("simi.app")
+
+StoreChoice = Literal["move_aside", "retry", "quit"]
+
+
+def open_services(
+    paths: AppPaths, ask: Callable[[StoreUnavailable], StoreChoice]
+) -> Services | None:
+    """``Services.open`` that asks the person what to do when the store is unusable.
+
+    ``ask`` gets the ``StoreUnavailable`` and answers "move_aside" (damaged file: rename it and
+    start fresh), "retry" or "quit". A damaged database is never recreated without asking.
+    """
+    while True:
+        try:
+            return Services.open(paths)
+        except StoreUnavailable as exc:
+            log.warning("store unavailable: %s", exc.user_message)
+            choice = ask(exc)
+            if choice == "quit":
+                return None
+            if choice == "move_aside" and exc.corrupt and exc.path:
+                moved = move_aside(Path(exc.path))
+                log.warning("moved damaged database aside to %s", moved)
+
+
+def ask_store_problem(exc: StoreUnavailable) -> StoreChoice:
+    """A message box naming the file; offers "Move aside and start fresh" for a damaged one."""
+    from PySide6.QtWidgets import QMessageBox
+
+    box = QMessageBox()
+    box.setIcon(QMessageBox.Icon.Critical)
+    box.setWindowTitle("SIMI Multi cannot open its data")
+    box.setText(exc.user_message)
+    if exc.path:
+        box.setInformativeText(f"File: {exc.path}")
+    move = None
+    if exc.corrupt:
+        move = box.addButton("Move aside and start fresh", QMessageBox.ButtonRole.AcceptRole)
+    retry = box.addButton("Try again", QMessageBox.ButtonRole.ActionRole)
+    quit_button = box.addButton("Quit", QMessageBox.ButtonRole.RejectRole)
+    box.setDefaultButton(quit_button)
+    box.exec()
+    clicked = box.clickedButton()
+    if move is not None and clicked is move:
+        return "move_aside"
+    if clicked is retry:
+        return "retry"
+    return "quit"
+
+
+def run_app(argv: list[str] | None = None) -> int:
+    """Show the window and run until it is closed. Returns the process exit code."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from desktop.ui import theme
+    from desktop.ui.crash import CrashReporter
+    from desktop.ui.loop import GuiThreadGarbageCollector, drain, new_loop
+    from desktop.ui.main_window import MainWindow
+    from desktop.ui.resources import app_icon
+
+    app = QApplication.instance() or QApplication(list(argv) if argv is not None else sys.argv)
+    assert isinstance(app, QApplication)
+    app.setApplicationName("SIMI Multi")
+    app.setApplicationDisplayName("SIMI Multi")
+    app.setDesktopFileName("simi-multi")
+    app.setWindowIcon(app_icon())
+    # Quit when our window's close has been handled, not when Qt sees no window left:
+    # ending on aboutToQuit would stop the loop before awaited futures finish.
+    app.setQuitOnLastWindowClosed(False)
+    theme.install(app)
+
+    services = open_services(AppPaths.from_env(), ask_store_problem)
+    if services is None:
+        return 1
+
+    loop = new_loop(app)
+    collector = GuiThreadGarbageCollector(app)
+    CrashReporter().install(loop)
+    window = MainWindow(services)
+    closed: asyncio.Future[None] = loop.create_future()
+
+    def on_closed() -> None:
+        if not closed.done():
+            closed.set_result(None)
+
+    window.closed.connect(on_closed)
+    window.show()
+
+    screenshot = os.environ.get("SIMI_SCREENSHOT")
+    if screenshot:
+
+        def shoot() -> None:
+            window.grab().save(screenshot)
+            window.close()
+
+        QTimer.singleShot(500, shoot)
+
+    async def main() -> None:
+        await closed
+        # The window cancelled a streaming reply in closeEvent; wait until ChatService has
+        # stored its partial text as "cancelled" before closing the database.
+        await window.controller.wait()
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        try:
+            services.close()
+        finally:
+            window.deleteLater()
+            drain(loop, app)
+            collector.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(run_app())

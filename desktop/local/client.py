@@ -1,0 +1,258 @@
+"""The app side of the llama.cpp worker process (see ``desktop.local.worker``).
+
+A ``WorkerClient`` owns one worker process. A reader thread receives the worker's messages and
+hands them to whichever asyncio loop is waiting, so nothing here blocks the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import multiprocessing
+import sys
+import threading
+import time
+import types
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Literal
+
+from desktop.llm.errors import ContextTooLong, LocalModelError, UserError
+from desktop.llm.events import StreamEvent
+from desktop.llm.provider import ChatRequest
+from desktop.local.engine import LoadParams
+from desktop.local.worker import worker_main
+
+log = logging.getLogger("simi.local")
+
+ModelState = Literal["unloaded", "loading", "ready", "busy", "error"]
+CANCEL_GRACE_S = 2.0  # a worker that does not stop within this is killed and reloaded later
+_DONE = object()
+
+
+def _rebuild_error(kind: str, message: str, extra: dict[str, Any]) -> UserError:
+    if kind == "context_too_long":
+        return ContextTooLong(
+            message, needed_tokens=extra.get("needed_tokens"), n_ctx=extra.get("n_ctx")
+        )
+    return LocalModelError(message)
+
+
+class WorkerClient:
+    """One worker process. ``state`` is what the UI shows for the model."""
+
+    def __init__(self, on_state: Callable[[ModelState, str], None] | None = None) -> None:
+        self._ctx = multiprocessing.get_context("spawn")
+        self._process: Any = None
+        self._conn: Any = None
+        self._flag: Any = None
+        self._reader: threading.Thread | None = None
+        self._sink: tuple[asyncio.AbstractEventLoop, asyncio.Queue[Any]] | None = None
+        self._sink_lock = threading.Lock()
+        self._busy = asyncio.Lock()
+        self._ids = itertools.count(1)
+        self._on_state = on_state
+        self.state: ModelState = "unloaded"
+        self.state_detail = ""
+        self.params: LoadParams | None = None
+        self.last_used = time.monotonic()
+
+    # process lifecycle -----------------------------------------------------------------------
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def alive(self) -> bool:
+        return self._process is not None and self._process.is_alive()
+
+    def _set_state(self, state: ModelState, detail: str = "") -> None:
+        self.state, self.state_detail = state, detail
+        if self._on_state is not None:
+            with contextlib.suppress(Exception):
+                self._on_state(state, detail)
+
+    def _start(self) -> None:
+        parent, child = self._ctx.Pipe(duplex=True)
+        flag = self._ctx.RawValue("b", 0)
+        process = self._ctx.Process(
+            target=worker_main, args=(child, flag), name="simi-llama-worker", daemon=True
+        )
+        with _bare_main_module():
+            process.start()
+        child.close()
+        self._process, self._conn, self._flag = process, parent, flag
+        self._reader = threading.Thread(
+            target=self._read_loop,
+            args=(parent, process),
+            name="simi-worker-reader",
+            daemon=True,
+        )
+        self._reader.start()
+        log.info("started llama.cpp worker pid %s", process.pid)
+
+    def _read_loop(self, conn: Any, process: Any) -> None:
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                break
+            if message[0] == "state":
+                self._post(("state", message[1], message[2]))
+                continue
+            self._post(message)
+        process.join(timeout=5)
+        code = process.exitcode
+        self._post(("died", code))
+
+    def _post(self, item: Any) -> None:
+        with self._sink_lock:
+            sink = self._sink
+        if sink is None:
+            if item[0] == "state":
+                self._set_state_threadsafe(item[1], item[2])
+            return
+        loop, queue = sink
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+
+    def _set_state_threadsafe(self, state: str, detail: str) -> None:
+        self.state, self.state_detail = state, detail  # type: ignore[assignment]
+
+    def kill(self) -> None:
+        """End the worker now (SIGKILL). The next request starts a fresh one."""
+        process = self._process
+        if process is not None and process.is_alive():
+            process.kill()
+            process.join(timeout=5)
+        self._forget()
+
+    def _forget(self) -> None:
+        with contextlib.suppress(Exception):
+            if self._conn is not None:
+                self._conn.close()
+        self._process = self._conn = self._flag = None
+        self.params = None
+
+    def shutdown(self, timeout: float = 3.0) -> None:
+        process = self._process
+        if process is None:
+            return
+        if self._flag is not None:
+            self._flag.value = 1
+        with contextlib.suppress(Exception):
+            self._conn.send(("shutdown",))
+        process.join(timeout=timeout)
+        if process.is_alive():
+            process.kill()
+            process.join(timeout=2)
+        self._forget()
+        self._set_state("unloaded")
+
+    # requests --------------------------------------------------------------------------------
+    def cancel(self) -> None:
+        if self._flag is not None:
+            self._flag.value = 1
+
+    async def unload(self) -> None:
+        """Free the model's memory by ending its process."""
+        async with self._busy:
+            await asyncio.to_thread(self.shutdown)
+
+    async def stream(self, params: LoadParams, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Generate in the worker. Cancelling the consumer stops decode within one token and
+        prefill within one batch; a worker that does not stop within 2 s is killed."""
+        async with self._busy:
+            loop = asyncio.get_running_loop()
+            queue: asyncio.Queue[Any] = asyncio.Queue()
+            with self._sink_lock:
+                self._sink = (loop, queue)
+            if not self.alive:
+                self._forget()
+                self._start()
+            assert self._flag is not None
+            self._flag.value = 0
+            req_id = next(self._ids)
+            if self.params != params:
+                self._set_state("loading", params.model_path)
+            self._conn.send(("generate", req_id, params, request))
+            self.params = params
+            settled = False  # the worker has answered "done" or "error" (or died)
+            text_seen = False
+            try:
+                while True:
+                    item = await queue.get()
+                    tag = item[0]
+                    if tag == "state":
+                        self._set_state(item[1], item[2])
+                    elif tag == "event" and item[1] == req_id:
+                        event = item[2]
+                        text_seen = text_seen or type(event).__name__ == "TextDelta"
+                        yield event
+                    elif tag == "done" and item[1] == req_id:
+                        settled = True
+                        break
+                    elif tag == "error":
+                        settled = True
+                        self._set_state("error", item[3])
+                        self.params = None if item[2] == "local_model" else self.params
+                        raise _rebuild_error(item[2], item[3], item[4])
+                    elif tag == "died":
+                        settled = True
+                        self._forget()
+                        self._set_state("error", "worker stopped")
+                        raise LocalModelError(_death_message(item[1], text_seen))
+            finally:
+                if not settled and self.alive:
+                    await self._stop_request(queue, req_id)
+                with self._sink_lock:
+                    self._sink = None
+                self.last_used = time.monotonic()
+                if self.state == "busy":
+                    self._set_state("ready")
+
+    async def _stop_request(self, queue: asyncio.Queue[Any], req_id: int) -> None:
+        """Ask the worker to stop and wait for it, at most CANCEL_GRACE_S; else kill it."""
+        self.cancel()
+        deadline = time.monotonic() + CANCEL_GRACE_S
+        try:
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError
+                item = await asyncio.wait_for(queue.get(), timeout=remaining)
+                if item[0] in ("done", "error") and item[1] == req_id:
+                    return
+                if item[0] == "died":
+                    self._forget()
+                    return
+        except (TimeoutError, asyncio.CancelledError):
+            log.warning("llama.cpp worker did not stop within %.1f s; killing it", CANCEL_GRACE_S)
+            await asyncio.to_thread(self.kill)
+            self._set_state("unloaded", "stopped and will reload")
+
+
+@contextlib.contextmanager
+def _bare_main_module() -> Any:
+    """Start the worker without re-running the parent's ``__main__`` in it.
+
+    The worker needs nothing from it, and spawn's default of importing it breaks hosts whose
+    main cannot be re-run: scripts without a main guard, stdin, notebooks.
+    """
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
+
+
+def _death_message(exitcode: int | None, text_seen: bool) -> str:
+    how = f"signal {-exitcode}" if exitcode is not None and exitcode < 0 else f"code {exitcode}"
+    kept = " The text so far is kept." if text_seen else ""
+    return (
+        f"The local model process stopped unexpectedly ({how}); it may have run out of memory "
+        f"or hit a damaged model file.{kept} Send again to reload the model."
+    )

@@ -1,0 +1,126 @@
+"""The llama.cpp worker process: one per loaded model, so a native crash (bad file, out of
+memory) ends this process and never the window.
+
+Protocol (pickled tuples over a multiprocessing Pipe; the app side is ``desktop.local.client``):
+
+    app -> worker   ("load", params) | ("generate", req_id, params, request) | ("unload",)
+                    | ("ping",) | ("shutdown",)
+    worker -> app   ("state", name, detail) | ("event", req_id, StreamEvent)
+                    | ("done", req_id) | ("error", req_id, kind, message, extra)
+                    | ("pong", info) | ("unloaded",)
+
+Cancellation does not travel through the pipe (the worker is busy generating): the app sets a
+shared flag that the decode loop checks between tokens and llama.cpp's abort callback checks
+during prefill.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import traceback
+from typing import Any
+
+from desktop.llm.errors import UserError
+
+# These are the error kinds the app knows how to rebuild (desktop.local.client).
+REBUILDABLE = ("context_too_long", "local_model")
+
+
+class SharedFlag:
+    """``threading.Event``-like view of a shared byte, cheap enough to poll per token."""
+
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw
+
+    def is_set(self) -> bool:
+        return bool(self._raw.value)
+
+    def set(self) -> None:
+        self._raw.value = 1
+
+    def clear(self) -> None:
+        self._raw.value = 0
+
+
+def _install_abort_callback(engine: Any, flag: SharedFlag) -> Any:
+    """Let llama.cpp stop a long prefill mid-way. Returns the callback (keep it alive)."""
+    import llama_cpp
+
+    model = engine.loaded
+    if model is None:
+        return None
+
+    @llama_cpp.ggml_abort_callback
+    def should_abort(_data: ctypes.c_void_p) -> bool:
+        return flag.is_set()
+
+    llama_cpp.llama_set_abort_callback(model.llm._ctx.ctx, should_abort, None)
+    return should_abort
+
+
+def worker_main(conn: Any, raw_flag: Any) -> None:
+    """Entry point of the worker process."""
+    from desktop.local.engine import LocalEngine, capture_llama_logs
+
+    capture_llama_logs()
+    flag = SharedFlag(raw_flag)
+    engine = LocalEngine()
+    callbacks: list[Any] = []
+
+    def send(*message: Any) -> None:
+        conn.send(message)
+
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            break
+        op = message[0]
+        if op == "shutdown":
+            break
+        if op == "ping":
+            send("pong", {"pid": os.getpid(), "loaded": engine.loaded is not None})
+        elif op == "unload":
+            engine.unload()
+            send("unloaded")
+        elif op == "load":
+            params = message[1]
+            try:
+                send("state", "loading", os.path.basename(params.model_path))
+                engine.ensure_loaded(params)
+                callbacks[:] = [_install_abort_callback(engine, flag)]
+                send("state", "ready", "")
+            except UserError as exc:
+                send("error", None, exc.kind, exc.user_message, _extra(exc))
+            except Exception as exc:  # unexpected: report, keep serving
+                send("error", None, "local_model", f"Loading failed: {exc}", {})
+                traceback.print_exc()
+        elif op == "generate":
+            _, req_id, params, request = message
+            try:
+                if engine.loaded is None or engine.loaded.params != params:
+                    send("state", "loading", os.path.basename(params.model_path))
+                    engine.ensure_loaded(params)
+                    callbacks[:] = [_install_abort_callback(engine, flag)]
+                send("state", "busy", "")
+                for event in engine.generate(params, request, flag):
+                    send("event", req_id, event)
+                send("done", req_id)
+            except UserError as exc:
+                send("error", req_id, exc.kind, exc.user_message, _extra(exc))
+            except Exception as exc:
+                traceback.print_exc()
+                send("error", req_id, "local_model", f"llama.cpp failed: {exc}", {})
+            finally:
+                flag.clear()
+                send("state", "ready" if engine.loaded is not None else "unloaded", "")
+    engine.unload()
+
+
+def _extra(exc: UserError) -> dict[str, Any]:
+    return {
+        key: getattr(exc, key)
+        for key in ("needed_tokens", "n_ctx")
+        if getattr(exc, key, None) is not None
+    }

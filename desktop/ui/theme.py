@@ -1,0 +1,278 @@
+"""Light and dark looks: a Fusion palette plus one stylesheet built from the same colours.
+
+The scheme follows the system (``QStyleHints.colorScheme()`` on Qt 6.5+, else the palette's
+window lightness) unless a caller forces one (screenshots, tests).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QGuiApplication, QPalette
+from PySide6.QtWidgets import QApplication
+
+
+@dataclass(frozen=True, slots=True)
+class Colors:
+    dark: bool
+    window: str
+    sidebar: str
+    surface: str
+    raised: str
+    text: str
+    muted: str
+    border: str
+    accent: str
+    accent_text: str
+    accent_hover: str
+    selection: str
+    user_bubble: str
+    user_border: str
+    assistant_bubble: str
+    assistant_border: str
+    error_bg: str
+    error_border: str
+    error_text: str
+    warn_bg: str
+    warn_border: str
+    warn_text: str
+    code_bg: str
+
+
+LIGHT = Colors(
+    dark=False,
+    window="#f5f6f8",
+    sidebar="#eef0f4",
+    surface="#ffffff",
+    raised="#ffffff",
+    text="#1d2129",
+    muted="#6b7280",
+    border="#dde1e8",
+    accent="#4f63e0",
+    accent_text="#ffffff",
+    accent_hover="#4053c9",
+    selection="#dfe4fb",
+    user_bubble="#e9edfd",
+    user_border="#d3dafa",
+    assistant_bubble="#f4f5f7",
+    assistant_border="#e6e8ec",
+    error_bg="#fdeeee",
+    error_border="#f3c4c4",
+    error_text="#a3201f",
+    warn_bg="#fff7e0",
+    warn_border="#f1dc9a",
+    warn_text="#6b4e00",
+    code_bg="#e4e7ee",
+)
+
+DARK = Colors(
+    dark=True,
+    window="#1c1e23",
+    sidebar="#17191d",
+    surface="#202329",
+    raised="#272a31",
+    text="#e6e8ec",
+    muted="#9199a6",
+    border="#30343c",
+    accent="#7289f5",
+    accent_text="#ffffff",
+    accent_hover="#8398f7",
+    selection="#2f3a66",
+    user_bubble="#2b3560",
+    user_border="#37437a",
+    assistant_bubble="#292c33",
+    assistant_border="#32363e",
+    error_bg="#3a2023",
+    error_border="#6a2f35",
+    error_text="#ff9e9e",
+    warn_bg="#3a3220",
+    warn_border="#5e4f26",
+    warn_text="#f2d68a",
+    code_bg="#1a1c20",
+)
+
+
+def system_prefers_dark(app: QGuiApplication | None = None) -> bool:
+    app = app or QGuiApplication.instance()  # type: ignore[assignment]
+    if app is None:
+        return False
+    hints = QGuiApplication.styleHints()
+    scheme = getattr(hints, "colorScheme", None)
+    if scheme is not None:
+        value = scheme()
+        if value == Qt.ColorScheme.Dark:
+            return True
+        if value == Qt.ColorScheme.Light:
+            return False
+    return QGuiApplication.palette().color(QPalette.ColorRole.Window).lightness() < 128
+
+
+def palette_for(c: Colors) -> QPalette:
+    p = QPalette()
+    role = QPalette.ColorRole
+    p.setColor(role.Window, QColor(c.window))
+    p.setColor(role.WindowText, QColor(c.text))
+    p.setColor(role.Base, QColor(c.surface))
+    p.setColor(role.AlternateBase, QColor(c.assistant_bubble))
+    p.setColor(role.ToolTipBase, QColor(c.raised))
+    p.setColor(role.ToolTipText, QColor(c.text))
+    p.setColor(role.PlaceholderText, QColor(c.muted))
+    p.setColor(role.Text, QColor(c.text))
+    p.setColor(role.Button, QColor(c.raised))
+    p.setColor(role.ButtonText, QColor(c.text))
+    p.setColor(role.BrightText, QColor("#ff5555"))
+    p.setColor(role.Highlight, QColor(c.accent))
+    p.setColor(role.HighlightedText, QColor(c.accent_text))
+    p.setColor(role.Link, QColor(c.accent))
+    p.setColor(role.Mid, QColor(c.border))
+    p.setColor(role.Midlight, QColor(c.border))
+    p.setColor(role.Dark, QColor(c.border))
+    p.setColor(role.Shadow, QColor("#000000"))
+    for r in (role.Text, role.WindowText, role.ButtonText):
+        p.setColor(QPalette.ColorGroup.Disabled, r, QColor(c.muted))
+    return p
+
+
+def stylesheet(c: Colors) -> str:
+    return f"""
+QMainWindow, QDialog {{ background: {c.window}; }}
+QToolTip {{ background: {c.raised}; color: {c.text}; border: 1px solid {c.border};
+           padding: 6px 8px; border-radius: 6px; }}
+
+#Sidebar {{ background: {c.sidebar}; }}
+#Sidebar QListView {{ background: transparent; border: none; outline: 0; }}
+#AppTitle {{ font-size: 15px; font-weight: 700; color: {c.text}; }}
+#SectionLabel {{ color: {c.muted}; font-size: 11px; font-weight: 700; letter-spacing: 1px; }}
+QSplitter::handle {{ background: {c.border}; }}
+QSplitter::handle:horizontal {{ width: 1px; }}
+QSplitter::handle:vertical {{ height: 1px; }}
+
+QPushButton {{ background: {c.raised}; color: {c.text}; border: 1px solid {c.border};
+              border-radius: 8px; padding: 6px 12px; }}
+QPushButton:hover {{ border-color: {c.accent}; }}
+QPushButton:disabled {{ color: {c.muted}; }}
+QPushButton#PrimaryButton, QPushButton#SendButton {{ background: {c.accent};
+              color: {c.accent_text}; border: 1px solid {c.accent}; font-weight: 600; }}
+QPushButton#PrimaryButton:hover, QPushButton#SendButton:hover {{
+              background: {c.accent_hover}; border-color: {c.accent_hover}; }}
+QPushButton#SendButton:disabled {{ background: {c.border}; border-color: {c.border};
+              color: {c.muted}; }}
+QPushButton#SendButton[streaming="true"] {{ background: {c.raised}; color: {c.error_text};
+              border: 1px solid {c.error_border}; }}
+QToolButton#SidebarTool {{ background: transparent; color: {c.muted}; border: none;
+              border-radius: 6px; padding: 3px 6px; }}
+QToolButton#SidebarTool:hover {{ background: {c.selection}; color: {c.text}; }}
+QToolButton#SidebarTool:disabled {{ color: {c.border}; }}
+
+#ChatPane {{ background: {c.surface}; }}
+#ChatHeader {{ background: {c.surface}; border-bottom: 1px solid {c.border}; }}
+#HeaderTitle {{ font-size: 15px; font-weight: 700; color: {c.text}; }}
+#HeaderSubtitle {{ color: {c.muted}; }}
+QScrollArea#Transcript {{ background: {c.surface}; border: none; }}
+#TranscriptBody {{ background: {c.surface}; }}
+#EmptyTitle {{ font-size: 18px; font-weight: 600; color: {c.text}; }}
+#EmptyHint {{ color: {c.muted}; }}
+
+QFrame#Bubble {{ border-radius: 14px; border: 1px solid {c.assistant_border};
+                 background: {c.assistant_bubble}; }}
+QFrame#Bubble[role="user"] {{ background: {c.user_bubble}; border-color: {c.user_border}; }}
+QFrame#Bubble[state="error"] {{ border-color: {c.error_border}; }}
+#BubbleLabel {{ color: {c.muted}; font-size: 12px; font-weight: 600; }}
+#BubbleText {{ color: {c.text}; background: transparent; }}
+#StatsFooter {{ color: {c.muted}; font-size: 11px; }}
+#StoppedMarker {{ color: {c.muted}; font-size: 11px; font-style: italic; }}
+QFrame#ErrorBox {{ background: {c.error_bg}; border: 1px solid {c.error_border};
+                   border-radius: 8px; }}
+#ErrorText {{ color: {c.error_text}; background: transparent; }}
+QPushButton#RetryButton {{ padding: 3px 10px; border-radius: 6px; }}
+
+QFrame#Composer {{ background: {c.raised}; border: 1px solid {c.border}; border-radius: 14px; }}
+QFrame#Composer[focused="true"] {{ border-color: {c.accent}; }}
+#ComposerHint {{ color: {c.muted}; font-size: 11px; }}
+
+QFrame#InfoBar {{ background: {c.warn_bg}; border-bottom: 1px solid {c.warn_border}; }}
+#InfoText {{ color: {c.warn_text}; background: transparent; }}
+QToolButton#InfoClose {{ border: none; color: {c.warn_text}; padding: 2px 6px; }}
+
+QStatusBar {{ background: {c.window}; color: {c.muted}; border-top: 1px solid {c.border}; }}
+QStatusBar QLabel {{ color: {c.muted}; padding: 0 8px; }}
+
+QLineEdit, QPlainTextEdit, QComboBox, QSpinBox {{ background: {c.surface}; color: {c.text};
+              border: 1px solid {c.border}; border-radius: 6px; padding: 5px 8px; }}
+QComboBox::drop-down {{ border: none; width: 22px; }}
+QComboBox QAbstractItemView {{ background: {c.raised}; color: {c.text};
+              selection-background-color: {c.selection}; selection-color: {c.text}; }}
+QLineEdit:focus, QPlainTextEdit:focus, QComboBox:focus {{ border-color: {c.accent}; }}
+QLineEdit[invalid="true"], QPlainTextEdit[invalid="true"] {{ border-color: {c.error_text}; }}
+QPlainTextEdit#ComposerEdit {{ background: transparent; border: none; color: {c.text};
+                               padding: 0;
+                               selection-background-color: {c.accent}; }}
+#FieldError {{ color: {c.error_text}; font-size: 12px; }}
+#FieldWarning {{ color: {c.warn_text}; font-size: 12px; }}
+#DialogNote {{ color: {c.muted}; }}
+QGroupBox {{ border: 1px solid {c.border}; border-radius: 8px; margin-top: 14px;
+             padding: 12px 8px 8px 8px; }}
+QGroupBox::title {{ subcontrol-origin: margin; left: 10px; padding: 0 4px; color: {c.muted}; }}
+QScrollBar:vertical {{ background: transparent; width: 10px; margin: 2px; }}
+QScrollBar::handle:vertical {{ background: {c.border}; border-radius: 4px; min-height: 32px; }}
+QScrollBar::handle:vertical:hover {{ background: {c.muted}; }}
+QScrollBar::add-line:vertical, QScrollBar::sub-line:vertical {{ height: 0; }}
+QScrollBar::add-page:vertical, QScrollBar::sub-page:vertical {{ background: transparent; }}
+QMenu {{ background: {c.raised}; color: {c.text}; border: 1px solid {c.border};
+         padding: 4px; border-radius: 6px; }}
+QMenu::item {{ padding: 5px 16px; border-radius: 4px; }}
+QMenu::item:selected {{ background: {c.selection}; }}
+"""
+
+
+class Theme:
+    """Holds the current colours; ``apply`` sets palette + stylesheet on the application."""
+
+    def __init__(self, app: QApplication) -> None:
+        self._app = app
+        self.colors = LIGHT
+        self.forced: bool | None = None
+
+    def apply(self, dark: bool | None = None) -> Colors:
+        """``dark=None`` keeps following the system (or the last forced scheme)."""
+        if dark is not None:
+            self.forced = dark
+        use_dark = self.forced if self.forced is not None else system_prefers_dark(self._app)
+        self.colors = DARK if use_dark else LIGHT
+        self._app.setStyle("Fusion")
+        self._app.setPalette(palette_for(self.colors))
+        self._app.setStyleSheet(stylesheet(self.colors))
+        return self.colors
+
+    def follow_system(self) -> None:
+        self.forced = None
+        self.apply()
+
+
+def current_colors() -> Colors:
+    """The colours in use (LIGHT before a theme is installed)."""
+    app = QApplication.instance()
+    theme: Theme | None = getattr(app, "_simi_theme", None)
+    return theme.colors if theme is not None else LIGHT
+
+
+def install(app: QApplication, dark: bool | None = None) -> Theme:
+    """Apply the theme, pick a readable font, and follow system light/dark changes.
+
+    The Theme is kept on the application (``app.property("simiTheme")`` is not used because a
+    Python object is needed); calling this again re-applies the existing one.
+    """
+    theme: Theme | None = getattr(app, "_simi_theme", None)
+    if theme is None:
+        theme = Theme(app)
+        app._simi_theme = theme  # type: ignore[attr-defined]
+        font = app.font()
+        if font.pointSizeF() < 10:
+            font.setPointSizeF(10)
+        app.setFont(font)
+        hints = QGuiApplication.styleHints()
+        if hasattr(hints, "colorSchemeChanged"):
+            hints.colorSchemeChanged.connect(lambda _scheme: theme.apply())
+    theme.apply(dark)
+    return theme

