@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -69,7 +70,15 @@ def validate(agent: Agent, existing: list[Agent]) -> dict[str, str]:
             errors["n_threads"] = "Threads must be between 1 and 512."
         if agent.kv_type is not None and agent.kv_type not in KV_TYPES:
             errors["kv_type"] = "KV cache type must be one of: " + ", ".join(KV_TYPES)
+        if agent.main_gpu is not None and not (0 <= agent.main_gpu < 64):
+            errors["main_gpu"] = "Main GPU must be a device number from 0 to 63."
+        if agent.n_batch is not None and not (1 <= agent.n_batch <= 65_536):
+            errors["n_batch"] = "Batch size must be between 1 and 65,536 tokens."
     else:
+        if agent.stall_timeout_s is not None and not (1 <= agent.stall_timeout_s <= 3600):
+            errors["stall_timeout_s"] = "The stall timeout must be between 1 and 3,600 seconds."
+        if agent.ca_bundle and not Path(agent.ca_bundle).expanduser().is_file():
+            errors["ca_bundle"] = f"The CA bundle {agent.ca_bundle} does not exist."
         if agent.kind == "openai-compatible" and not agent.base_url:
             errors["base_url"] = "Enter the server's base URL, e.g. http://localhost:8080/v1"
         if agent.base_url:

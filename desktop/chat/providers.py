@@ -27,6 +27,7 @@ def load_params_for(agent: Agent) -> LoadParams:
         n_threads=agent.n_threads or default_threads(),
         flash_attn=agent.flash_attn,
         kv_type=agent.kv_type,
+        n_batch=agent.n_batch or 512,
     )
 
 
@@ -55,6 +56,8 @@ class ProviderFactory:
             base_url=agent.base_url,
             api_key=self._agents.api_key(agent),
             label=label,
+            stall_timeout_s=agent.stall_timeout_s or 60.0,
+            ca_bundle=agent.ca_bundle,
         )
         # Retry with backoff only before the first token, only for retryable errors.
         return RetryingProvider(provider, attempts=self.retry_attempts)

@@ -29,6 +29,10 @@ class Agent:
     max_tokens: int | None = None
     seed: int | None = None
     stop: tuple[str, ...] = ()
+    # remote endpoint options
+    preset: str | None = None  # desktop.llm.presets id the agent was made from (display only)
+    stall_timeout_s: float | None = None  # max silence between chunks; None = default (60 s)
+    ca_bundle: str | None = None  # PEM file of a private CA; TLS verification stays on
     # local (llama.cpp) load parameters
     model_path: str | None = None
     n_ctx: int | None = None
@@ -36,6 +40,8 @@ class Agent:
     n_threads: int | None = None
     flash_attn: bool = False
     kv_type: str | None = None
+    main_gpu: int | None = None
+    n_batch: int | None = None
     # bookkeeping
     id: int | None = None
     endpoint_id: int | None = None

@@ -115,8 +115,24 @@ def m001_initial(db: sqlite_utils.Database) -> None:
     )
 
 
+def m002_agent_options(db: sqlite_utils.Database) -> None:
+    """Per-agent options for remote endpoints (preset, stall timeout, CA bundle) and local
+    loading (main GPU, batch size)."""
+    columns = {c.name for c in db["agents"].columns}
+    for name, sql_type in (
+        ("preset", "TEXT"),
+        ("stall_timeout_s", "REAL"),
+        ("ca_bundle", "TEXT"),
+        ("main_gpu", "INTEGER"),
+        ("n_batch", "INTEGER"),
+    ):
+        if name not in columns:
+            db.execute(f"ALTER TABLE agents ADD COLUMN {name} {sql_type}")
+
+
 Migration = tuple[str, Callable[[sqlite_utils.Database], None]]
 
 MIGRATIONS: list[Migration] = [
     ("m001_initial", m001_initial),
+    ("m002_agent_options", m002_agent_options),
 ]

@@ -120,3 +120,15 @@ def test_deleting_conversation_cascades_messages_and_stats(tmp_path: Path) -> No
     convs.delete(conv.id)
     assert db.execute("SELECT count(*) FROM messages").fetchone()[0] == 0
     assert db.execute("SELECT count(*) FROM inference_stats").fetchone()[0] == 0
+
+
+def test_a_database_from_before_m002_gains_the_agent_options(tmp_path: Path) -> None:
+    from desktop.store.migrations import m001_initial
+
+    path = tmp_path / "simi.db"
+    open_database(path, migrations=[("m001_initial", m001_initial)]).conn.close()
+    assert "stall_timeout_s" not in _columns(path, "agents")
+    open_database(path).conn.close()
+    assert {"preset", "stall_timeout_s", "ca_bundle", "main_gpu", "n_batch"} <= _columns(
+        path, "agents"
+    )
