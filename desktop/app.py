@@ -72,6 +72,27 @@ def ask_store_problem(exc: StoreUnavailable) -> StoreChoice:
     return "quit"
 
 
+def install_quit_signals(app: object, window: object) -> None:
+    """Ctrl+C in the terminal or SIGTERM closes the window the normal way: a streaming reply
+    is stopped and kept as cancelled, settings are saved, the worker exits."""
+    import signal
+
+    from PySide6.QtCore import QTimer
+
+    def request_close(signum: int, _frame: object) -> None:
+        log.info("signal %s: closing the window", signum)
+        QTimer.singleShot(0, window.close)  # type: ignore[attr-defined]
+
+    signal.signal(signal.SIGINT, request_close)
+    signal.signal(signal.SIGTERM, request_close)
+    # Python runs signal handlers only when the interpreter gets control; Qt's loop sleeps in
+    # C++, so wake it a few times a second.
+    wake = QTimer(app)  # type: ignore[call-overload]
+    wake.setInterval(200)
+    wake.timeout.connect(lambda: None)
+    wake.start()
+
+
 def run_app(argv: list[str] | None = None) -> int:
     """Show the window and run until it is closed. Returns the process exit code."""
     from PySide6.QtCore import QTimer
@@ -110,6 +131,8 @@ def run_app(argv: list[str] | None = None) -> int:
 
     window.closed.connect(on_closed)
     window.show()
+    install_quit_signals(app, window)
+    log.info("window shown")
 
     screenshot = os.environ.get("SIMI_SCREENSHOT")
     if screenshot:

@@ -351,7 +351,8 @@ class LocalEngine:
             top_p=request.sampling.top_p if request.sampling.top_p is not None else 0.95,
             top_k=40,
             min_p=0.05,
-            repeat_penalty=1.0,
+            # A mild penalty: small models (the 135M starter) otherwise loop on one line.
+            repeat_penalty=1.1,
             reset=True,
         )
         try:
