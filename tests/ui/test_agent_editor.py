@@ -28,7 +28,9 @@ def editor(qtbot: Any, services: Any, qloop: Any) -> AgentEditorDialog:
 
 
 def _save(qtbot: Any, dialog: AgentEditorDialog) -> None:
-    qtbot.mouseClick(dialog.save_button, Qt.MouseButton.LeftButton)
+    """Click Save and wait until the attempt ended (the store is written off the GUI thread)."""
+    with qtbot.waitSignal(dialog.save_finished, timeout=20_000):
+        qtbot.mouseClick(dialog.save_button, Qt.MouseButton.LeftButton)
 
 
 def _fill_local(dialog: AgentEditorDialog, name: str) -> None:
@@ -63,7 +65,7 @@ def test_bad_url_and_out_of_range_temperature_show_field_messages(
     assert not editor.local_group.isVisible() and editor.base_url.isVisible()
     editor.name.setText("My server")
     editor.base_url.setText("localhost:8080")
-    editor.model.setText("some-model")
+    editor.model.setEditText("some-model")
     editor.temperature.setText("3.0")
     editor.max_tokens.setText("many")
     _save(qtbot, editor)
@@ -137,10 +139,12 @@ def test_without_a_keyring_the_window_says_so_and_the_editor_offers_memory_only_
     assert window.info_bar.isHidden()
 
     dialog = AgentEditorDialog(services.agents, services.secrets, parent=window)
-    dialog.show()
+    with qtbot.waitSignal(dialog.keyring_checked, timeout=10_000) as probe:
+        dialog.show()
+    assert probe.args == [False]
     dialog.kind.setCurrentIndex(dialog.kind.findData("openai"))
     dialog.name.setText("OpenAI")
-    dialog.model.setText("gpt-4o-mini")
+    dialog.model.setEditText("gpt-4o-mini")
     dialog.api_key.setText("sk-test-123456")
     assert dialog.memory_key.isVisible()
     _save(qtbot, dialog)
@@ -164,7 +168,7 @@ def test_remote_agent_key_goes_to_the_real_keyring(
         pytest.skip("no Secret Service in this environment")
     editor.kind.setCurrentIndex(editor.kind.findData("openai"))
     editor.name.setText("OpenAI keyed")
-    editor.model.setText("gpt-4o-mini")
+    editor.model.setEditText("gpt-4o-mini")
     editor.api_key.setText("sk-real-keyring-42")
     _save(qtbot, editor)
     assert editor.result() == QDialog.DialogCode.Accepted
