@@ -4,6 +4,9 @@ simi                       open the window
 simi ask [--agent NAME] [--json] PROMPT
 simi agents list|show|add|edit|clone|remove
 simi stats [--agent NAME] [--json]
+simi models list|gpu [--json] | add-folder PATH | remove-folder PATH
+simi export CONVERSATION [--format md|json] [-o FILE]
+simi import FILE
 simi db move-aside
 """
 
@@ -109,11 +112,37 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--agent")
     stats.add_argument("--json", action="store_true")
 
+    export = sub.add_parser("export", help="write a conversation as Markdown or JSON")
+    export.add_argument("conversation", help="conversation id, or (part of) its title")
+    export.add_argument("--format", choices=["md", "json"], default="md")
+    export.add_argument("-o", "--output", help="file to write (default: standard output)")
+    imp = sub.add_parser("import", help="add a conversation from a JSON export")
+    imp.add_argument("file", help="a file written by `simi export --format json` ('-': stdin)")
+
+    models = sub.add_parser("models", help="the local model library (GGUF files)")
+    msub = models.add_subparsers(dest="models_command", required=True)
+    mlist = msub.add_parser("list", help="list GGUF files with what their headers say")
+    mlist.add_argument("--json", action="store_true")
+    madd = msub.add_parser("add-folder", help="link a folder of .gguf files (never copied)")
+    madd.add_argument("path")
+    mrm = msub.add_parser("remove-folder", help="unlink a folder (its files are kept)")
+    mrm.add_argument("path")
+    mgpu = msub.add_parser("gpu", help="what the installed llama.cpp build supports")
+    mgpu.add_argument("--json", action="store_true")
+
     db = sub.add_parser("db", help="database maintenance")
     dsub = db.add_subparsers(dest="db_command", required=True)
     dsub.add_parser("move-aside", help="rename a damaged database so a fresh one is made")
     dsub.add_parser("path", help="print where the database lives")
     return parser
+
+
+def _no_display() -> bool:
+    import os
+
+    if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM"):
+        return False
+    return not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
 def _err(text: str) -> None:
@@ -124,12 +153,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
+        if _no_display():
+            _err(
+                "no display found (DISPLAY and WAYLAND_DISPLAY are unset), so the window cannot "
+                "open. Run `simi` inside a desktop session, or use the terminal commands, e.g. "
+                '`simi ask "Hello"` (see `simi --help`).'
+            )
+            return EXIT_ERROR
         from desktop.app import run_app
 
         return run_app()
     try:
         if args.command == "db":
             return _db(args)
+        if args.command == "models":
+            return _models(args)
         from desktop.chat.services import Services
         from desktop.settings.paths import AppPaths
 
@@ -141,6 +179,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _agents(services, args)
             if args.command == "stats":
                 return _stats(services, args)
+            if args.command == "export":
+                return _export(services, args)
+            if args.command == "import":
+                return _import(services, args)
         finally:
             services.close()
     except ValidationError as exc:
@@ -152,6 +194,67 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     parser.print_help()
     return EXIT_USAGE
+
+
+# models -----------------------------------------------------------------------------------------
+def _models(args: argparse.Namespace) -> int:
+    """The model library needs no database: paths and preferences only."""
+    from desktop.local.catalog import ModelCatalog
+    from desktop.local.gpu import detect
+    from desktop.local.memory import format_bytes
+    from desktop.settings.paths import AppPaths
+    from desktop.settings.prefs import Preferences
+
+    paths = AppPaths.from_env()
+    catalog = ModelCatalog(paths, Preferences(paths.settings_path))
+    cmd = args.models_command
+    if cmd == "add-folder":
+        folder = catalog.add_folder(args.path)
+        count = sum(1 for _ in catalog.files() if _[1] == folder)
+        print(f"Linked {folder} ({count} GGUF files). The files stay where they are.")
+        return EXIT_OK
+    if cmd == "remove-folder":
+        folder = catalog.remove_folder(args.path)
+        print(f"Unlinked {folder}. Its files were not touched.")
+        return EXIT_OK
+    support = detect()
+    if cmd == "gpu":
+        if args.json:
+            print(json.dumps(support.to_public_dict(), indent=2))
+        else:
+            print(support.summary)
+        return EXIT_OK
+    entries = catalog.entries()
+    if args.json:
+        data = {
+            "folders": [str(f) for f in catalog.folders()],
+            "gpu": support.to_public_dict(),
+            "models": [e.to_public_dict() for e in entries],
+        }
+        print(json.dumps(data, indent=2))
+        return EXIT_OK
+    print(support.summary)
+    print("Folders: " + ", ".join(str(f) for f in catalog.folders()))
+    for e in entries:
+        if e.info is None:
+            print(f"{e.path}\tERROR: {e.error}")
+            continue
+        i = e.info
+        print(
+            "\t".join(
+                [
+                    e.path,
+                    i.architecture,
+                    i.parameters_label,
+                    i.quantization or "?",
+                    format_bytes(i.file_size),
+                    f"ctx {i.context_length or '?'}",
+                    f"{i.block_count} layers",
+                    "template" if i.chat_template_present else "no chat template: ChatML",
+                ]
+            )
+        )
+    return EXIT_OK
 
 
 # db ---------------------------------------------------------------------------------------------
@@ -380,6 +483,61 @@ def _stats(services: Any, args: argparse.Namespace) -> int:
     print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
     for row in table:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+    return EXIT_OK
+
+
+# export / import ----------------------------------------------------------------------------
+def _conversation_or_fail(services: Any, ref: str) -> Any:
+    if ref.isdigit():
+        conv = services.conversations.get(int(ref))
+        if conv is not None and conv.deleted_at is None:
+            return conv
+    matches = services.conversations.find(ref, limit=5)
+    exact = [c for c in matches if c.title.casefold() == ref.casefold()]
+    if len(exact) == 1 or len(matches) == 1:
+        return (exact or matches)[0]
+    if matches:
+        names = "; ".join(f"{c.id}: {c.title}" for c in matches)
+        raise UserError(f"“{ref}” matches several conversations ({names}). Give its id.")
+    raise UserError(f"There is no conversation “{ref}”. Give its id or part of its title.")
+
+
+def _export(services: Any, args: argparse.Namespace) -> int:
+    from desktop.chat.export import dumps, to_json, to_markdown
+
+    conv = _conversation_or_fail(services, args.conversation)
+    if args.format == "json":
+        text = dumps(to_json(services.conversations, services.stats, conv.id))
+    else:
+        text = to_markdown(services.conversations, services.stats, conv.id)
+    if args.output:
+        from pathlib import Path
+
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"Wrote “{conv.title}” to {args.output}.", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def _import(services: Any, args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from desktop.chat.export import ExportError, from_json
+
+    try:
+        raw = sys.stdin.read() if args.file == "-" else Path(args.file).read_text("utf-8")
+        data = json.loads(raw)
+    except OSError as exc:
+        raise UserError(f"Cannot read {args.file}: {exc.strerror or exc}.") from exc
+    except ValueError as exc:
+        raise UserError(f"{args.file} is not JSON ({exc}).") from exc
+    try:
+        conv_id = from_json(data, services.conversations, services.stats, services.agents)
+    except ExportError as exc:
+        raise UserError(str(exc)) from exc
+    conv = services.conversations.get(conv_id)
+    print(f"Imported “{conv.title}” as conversation {conv_id}.")
     return EXIT_OK
 
 

@@ -18,6 +18,7 @@ from desktop.settings.secrets import RedactingFilter, SecretStore
 from desktop.store.agents import AgentStore
 from desktop.store.conversations import ConversationStore
 from desktop.store.db import open_database
+from desktop.store.search import SearchStore
 from desktop.store.stats import StatsStore
 
 log = logging.getLogger("simi")
@@ -49,6 +50,7 @@ class Services:
     stats: StatsStore
     chat: ChatService
     local: LocalRuntime
+    search: SearchStore
 
     @classmethod
     def open(cls, paths: AppPaths, secrets: SecretStore | None = None) -> Services:
@@ -64,7 +66,9 @@ class Services:
         chat = ChatService(conversations, stats, ProviderFactory(agents, local))
         stale = conversations.mark_stale_streaming()
         if stale:
-            log.info("marked %d interrupted replies as cancelled", stale)
+            log.info("marked %d replies cut off by a crash as interrupted", stale)
+        # Conversations deleted in an earlier run whose undo was not used are gone for good.
+        conversations.purge_trash()
         agents.ensure_starter()
         return cls(
             paths,
@@ -76,6 +80,7 @@ class Services:
             stats,
             chat,
             local,
+            SearchStore(db),
         )
 
     def close(self) -> None:

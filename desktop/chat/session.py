@@ -36,6 +36,8 @@ log = logging.getLogger("simi.chat")
 
 CHECKPOINT_INTERVAL_S = 1.0
 TITLE_LENGTH = 60
+# Sent (not stored) after a cut-off reply to have the model carry on from where it stopped.
+CONTINUE_PROMPT = "Continue exactly where your last reply stopped. Do not repeat anything."
 
 
 class StatsClock:
@@ -156,6 +158,11 @@ class Turn:
     status: str = "streaming"
     error: UserError | None = None
     stats: dict[str, Any] | None = None
+    reasoning: str = ""
+    # "Continue": the reply already holds ``prefix`` (cut off by max tokens); new text is
+    # appended to it, in the same message.
+    prefix: str = ""
+    kind: str = "send"  # send / retry / regenerate / edit / continue
 
 
 class ChatService:
@@ -180,24 +187,67 @@ class ChatService:
         user = self.conversations.add_message(
             conversation_id, "user", text, agent_id=agent.id, agent_name=agent.name
         )
-        reply = self._new_reply(conversation_id, agent)
+        reply = self._new_reply(conversation_id, agent, user.id)
         return Turn(conversation_id, agent, user.id, reply.id)
+
+    def _message_in(self, conversation_id: int, message_id: int, role: str) -> Message:
+        msg = self.conversations.message(message_id)
+        if msg is None or msg.conversation_id != conversation_id:
+            raise ValueError("message is not in this conversation")
+        if msg.role != role:
+            raise ValueError(f"message {message_id} is not a {role} message")
+        return msg
 
     def begin_retry(self, conversation_id: int, agent: Agent, failed_message_id: int) -> Turn:
         """Replace a failed or cancelled reply with a fresh attempt at the same user message."""
-        messages = self.conversations.messages(conversation_id)
-        ids = [m.id for m in messages]
-        if failed_message_id not in ids:
-            raise ValueError("message is not in this conversation")
-        idx = ids.index(failed_message_id)
-        user = next((m for m in reversed(messages[:idx]) if m.role == "user"), None)
-        if user is None:
+        failed = self._message_in(conversation_id, failed_message_id, "assistant")
+        user_id = failed.parent_id
+        if user_id is None:
             raise ValueError("no user message to retry")
         self.conversations.delete_message(failed_message_id)
-        reply = self._new_reply(conversation_id, agent)
-        return Turn(conversation_id, agent, user.id, reply.id)
+        reply = self._new_reply(conversation_id, agent, user_id)
+        return Turn(conversation_id, agent, user_id, reply.id, kind="retry")
 
-    def _new_reply(self, conversation_id: int, agent: Agent) -> Message:
+    def begin_regenerate(self, conversation_id: int, agent: Agent, reply_id: int) -> Turn:
+        """A new version of a reply; the earlier ones stay (switch with ‹ 1/2 ›)."""
+        old = self._message_in(conversation_id, reply_id, "assistant")
+        if old.parent_id is None:
+            raise ValueError("no user message to answer again")
+        reply = self._new_reply(conversation_id, agent, old.parent_id)
+        return Turn(conversation_id, agent, old.parent_id, reply.id, kind="regenerate")
+
+    def begin_edit(self, conversation_id: int, agent: Agent, user_id: int, text: str) -> Turn:
+        """An edited question becomes a new branch beside the old one, answered afresh."""
+        old = self._message_in(conversation_id, user_id, "user")
+        user = self.conversations.add_message(
+            conversation_id,
+            "user",
+            text,
+            agent_id=agent.id,
+            agent_name=agent.name,
+            parent_id=old.parent_id,
+        )
+        reply = self._new_reply(conversation_id, agent, user.id)
+        return Turn(conversation_id, agent, user.id, reply.id, kind="edit")
+
+    def begin_continue(self, conversation_id: int, agent: Agent, reply_id: int) -> Turn:
+        """Carry on a reply that stopped early (max tokens, Stop); text goes on the same one."""
+        old = self._message_in(conversation_id, reply_id, "assistant")
+        if old.parent_id is None:
+            raise ValueError("no user message before this reply")
+        self.conversations.set_status(reply_id, "streaming")
+        return Turn(
+            conversation_id,
+            agent,
+            old.parent_id,
+            reply_id,
+            text=old.content,
+            reasoning=old.reasoning,
+            prefix=old.content,
+            kind="continue",
+        )
+
+    def _new_reply(self, conversation_id: int, agent: Agent, parent_id: int) -> Message:
         return self.conversations.add_message(
             conversation_id,
             "assistant",
@@ -206,6 +256,7 @@ class ChatService:
             agent_id=agent.id,
             agent_name=agent.name,
             model=agent.model,
+            parent_id=parent_id,
         )
 
     def request_for(self, turn: Turn) -> ChatRequest:
@@ -213,14 +264,15 @@ class ChatService:
         history: list[ChatMessage] = []
         if agent.system_prompt.strip():
             history.append(ChatMessage("system", agent.system_prompt))
-        for m in self.conversations.messages(turn.conversation_id):
-            if m.id >= turn.assistant_message_id:
-                break
+        for m in self.conversations.ancestors(turn.assistant_message_id):
             if m.role not in ("user", "assistant"):
                 continue
             if m.role == "assistant" and (m.status == "error" or not m.content):
                 continue
             history.append(ChatMessage(m.role, m.content))  # type: ignore[arg-type]
+        if turn.prefix:
+            history.append(ChatMessage("assistant", turn.prefix))
+            history.append(ChatMessage("user", CONTINUE_PROMPT))
         return ChatRequest(
             model=agent.model,
             messages=tuple(history),
@@ -243,38 +295,47 @@ class ChatService:
         """
         agent = turn.agent
         clock = StatsClock(self._clock)
-        parts: list[str] = []
+        parts: list[str] = [turn.prefix] if turn.prefix else []
+        thoughts: list[str] = [turn.reasoning] if turn.reasoning else []
         last_checkpoint = self._clock()
         finish = "error"
         provider = None
+
+        def collect() -> None:
+            turn.text = "".join(parts)
+            turn.reasoning = "".join(thoughts)
+
         try:
             provider = self.providers.for_agent(agent)
             request = self.request_for(turn)
             async with contextlib.aclosing(provider.stream(request)) as events:  # type: ignore[type-var,unused-ignore]
                 async for event in events:
                     clock.on_event(event)
-                    if isinstance(event, TextDelta):
-                        parts.append(event.text)
+                    if isinstance(event, TextDelta | ReasoningDelta):
+                        (parts if isinstance(event, TextDelta) else thoughts).append(event.text)
                         now = self._clock()
                         if now - last_checkpoint >= CHECKPOINT_INTERVAL_S:
-                            self.conversations.checkpoint(turn.assistant_message_id, "".join(parts))
+                            # joined once a second, not per token: cost stays linear
+                            self.conversations.checkpoint(
+                                turn.assistant_message_id, "".join(parts), "".join(thoughts)
+                            )
                             last_checkpoint = now
                     elif isinstance(event, Finished):
                         finish = event.reason
                     if on_event is not None:
                         on_event(event)
         except asyncio.CancelledError:
-            turn.text = "".join(parts)
+            collect()
             self._finish(turn, clock, "cancelled", "cancelled")
             raise
         except UserError as exc:
-            turn.text = "".join(parts)
+            collect()
             turn.error = exc
             log.info("turn failed (%s): %s", exc.kind, exc.user_message)
             self._finish(turn, clock, "error", "error", exc)
             return turn
         except Exception as exc:  # a bug: keep the text, say so, and let it surface
-            turn.text = "".join(parts)
+            collect()
             turn.error = UserError(f"Something went wrong inside SIMI Multi: {type(exc).__name__}")
             self._finish(turn, clock, "error", "error", turn.error)
             raise
@@ -282,7 +343,7 @@ class ChatService:
             if provider is not None:
                 with contextlib.suppress(Exception):
                     await provider.aclose()
-        turn.text = "".join(parts)
+        collect()
         status = "cancelled" if finish == "cancelled" else "complete"
         self._finish(turn, clock, status, finish)
         return turn
@@ -303,6 +364,7 @@ class ChatService:
             status=status,
             error_text=error.user_message if error else None,
             error_kind=error.kind if error else None,
+            reasoning=turn.reasoning,
         )
         row = clock.row(finish_reason, error.kind if error else None)
         row.update(

@@ -1,8 +1,17 @@
-"""Conversations and their messages."""
+"""Conversations and their messages, as trees: versions and branches, soft delete, pins.
+
+A message's ``parent_id`` is the message it follows; its siblings are its other versions
+(regenerated replies, edited questions). ``active_child_id`` (and the conversation's
+``active_root_id``) mark the branch on show, so loading the active path is one recursive
+walk over primary keys however many branches exist (see migrations.m003_branches_search).
+"""
 
 from __future__ import annotations
 
 import builtins
+import itertools
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -10,8 +19,9 @@ import sqlite_utils
 
 from desktop.store.db import utc_now
 
-MessageStatus = Literal["streaming", "complete", "cancelled", "error"]
-MESSAGE_STATUSES: tuple[str, ...] = ("streaming", "complete", "cancelled", "error")
+MessageStatus = Literal["streaming", "complete", "cancelled", "interrupted", "error"]
+MESSAGE_STATUSES: tuple[str, ...] = ("streaming", "complete", "cancelled", "interrupted", "error")
+INTERRUPTED_TEXT = "Interrupted: SIMI Multi stopped while this reply was streaming."
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +32,8 @@ class Conversation:
     pinned: bool
     created_at: str
     updated_at: str
+    active_root_id: int | None = None
+    deleted_at: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +50,28 @@ class Message:
     model: str | None
     created_at: str
     updated_at: str
+    parent_id: int | None = None
+    active_child_id: int | None = None
+    reasoning: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Versions:
+    """Where a message stands among its siblings: ``index`` is 0-based, ids in order."""
+
+    index: int
+    ids: tuple[int, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.ids)
+
+
+_CONV_COLS = "id, title, agent_id, pinned, created_at, updated_at, active_root_id, deleted_at"
+_MSG_COLS = (
+    "id, conversation_id, role, content, status, error_text, error_kind, agent_id, agent_name, "
+    "model, created_at, updated_at, parent_id, active_child_id, reasoning"
+)
 
 
 def _rows(cur: Any) -> list[dict[str, Any]]:
@@ -45,9 +79,25 @@ def _rows(cur: Any) -> list[dict[str, Any]]:
     return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
 
+_savepoints = itertools.count()
+
+
 class ConversationStore:
     def __init__(self, db: sqlite_utils.Database) -> None:
         self._db = db
+
+    @contextmanager
+    def _tx(self) -> Iterator[None]:
+        """All or nothing (a SAVEPOINT: the connection runs in autocommit mode, and nests)."""
+        name = f"sp{next(_savepoints)}"
+        self._db.execute(f"SAVEPOINT {name}")
+        try:
+            yield
+        except BaseException:
+            self._db.execute(f"ROLLBACK TO {name}")
+            self._db.execute(f"RELEASE {name}")
+            raise
+        self._db.execute(f"RELEASE {name}")
 
     # conversations ---------------------------------------------------------------------------
     def create(self, agent_id: int | None, title: str = "") -> Conversation:
@@ -62,26 +112,38 @@ class ConversationStore:
         return conv
 
     def get(self, conversation_id: int) -> Conversation | None:
-        rows = _rows(
-            self._db.execute("SELECT * FROM conversations WHERE id = ?", [conversation_id])
+        cur = self._db.execute(
+            f"SELECT {_CONV_COLS} FROM conversations WHERE id = ?", [conversation_id]
         )
-        return self._conv(rows[0]) if rows else None
+        row = cur.fetchone()
+        return self._conv(row) if row else None
 
     @staticmethod
-    def _conv(row: dict[str, Any]) -> Conversation:
-        row["pinned"] = bool(row["pinned"])
-        return Conversation(**row)
+    def _conv(row: tuple[Any, ...]) -> Conversation:
+        return Conversation(row[0], row[1], row[2], bool(row[3]), row[4], row[5], row[6], row[7])
 
     def list(self, agent_id: int | None = None) -> list[Conversation]:
-        where, params = ("WHERE agent_id = ?", [agent_id]) if agent_id is not None else ("", [])
-        rows = _rows(
-            self._db.execute(
-                f"SELECT * FROM conversations {where} ORDER BY pinned DESC, updated_at DESC, "
-                "id DESC",
-                params,
-            )
+        """Pinned first, then most recently active. Deleted (pending undo) ones are left out."""
+        where, params = "WHERE deleted_at IS NULL", []
+        if agent_id is not None:
+            where += " AND agent_id = ?"
+            params.append(agent_id)
+        cur = self._db.execute(
+            f"SELECT {_CONV_COLS} FROM conversations {where} "
+            "ORDER BY pinned DESC, updated_at DESC, id DESC",
+            params,
         )
-        return [self._conv(r) for r in rows]
+        return [self._conv(r) for r in cur.fetchall()]
+
+    def find(self, text: str, limit: int = 50) -> builtins.list[Conversation]:
+        """Conversations whose title contains ``text`` (the quick switcher)."""
+        pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        cur = self._db.execute(
+            f"SELECT {_CONV_COLS} FROM conversations WHERE deleted_at IS NULL AND "
+            "title LIKE ? ESCAPE '\\' ORDER BY pinned DESC, updated_at DESC LIMIT ?",
+            [pattern, limit],
+        )
+        return [self._conv(r) for r in cur.fetchall()]
 
     def rename(self, conversation_id: int, title: str) -> None:
         self._db.execute(
@@ -94,13 +156,34 @@ class ConversationStore:
             "UPDATE conversations SET agent_id = ? WHERE id = ?", [agent_id, conversation_id]
         )
 
+    def set_pinned(self, conversation_id: int, pinned: bool) -> None:
+        self._db.execute(
+            "UPDATE conversations SET pinned = ? WHERE id = ?", [int(pinned), conversation_id]
+        )
+
     def touch(self, conversation_id: int) -> None:
         self._db.execute(
             "UPDATE conversations SET updated_at = ? WHERE id = ?", [utc_now(), conversation_id]
         )
 
     def delete(self, conversation_id: int) -> None:
+        """Delete for good (messages and stats cascade)."""
         self._db.execute("DELETE FROM conversations WHERE id = ?", [conversation_id])
+
+    def trash(self, conversation_id: int) -> None:
+        """Hide the conversation; ``restore`` undoes it, ``purge_trash`` makes it final."""
+        self._db.execute(
+            "UPDATE conversations SET deleted_at = ? WHERE id = ?", [utc_now(), conversation_id]
+        )
+
+    def restore(self, conversation_id: int) -> None:
+        self._db.execute(
+            "UPDATE conversations SET deleted_at = NULL WHERE id = ?", [conversation_id]
+        )
+
+    def purge_trash(self) -> int:
+        cur = self._db.execute("DELETE FROM conversations WHERE deleted_at IS NOT NULL")
+        return int(cur.rowcount or 0)
 
     # messages --------------------------------------------------------------------------------
     def add_message(
@@ -113,37 +196,196 @@ class ConversationStore:
         agent_id: int | None = None,
         agent_name: str | None = None,
         model: str | None = None,
+        parent_id: int | Literal["leaf"] | None = "leaf",
+        reasoning: str = "",
     ) -> Message:
+        """Add a message and make it the active one at its place.
+
+        ``parent_id="leaf"`` (default) appends to the end of the active path; an explicit
+        parent adds a new version beside that parent's other children (None: a new first
+        message, beside the existing first ones).
+        """
         if status not in MESSAGE_STATUSES:
             raise ValueError(f"unknown message status {status!r}")
+        parent = self.active_leaf_id(conversation_id) if parent_id == "leaf" else parent_id
         now = utc_now()
-        cur = self._db.execute(
-            "INSERT INTO messages (conversation_id, role, content, status, agent_id, agent_name,"
-            " model, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [conversation_id, role, content, status, agent_id, agent_name, model, now, now],
-        )
-        self.touch(conversation_id)
-        msg = self.message(int(cur.lastrowid or 0))
+        with self._tx():
+            cur = self._db.execute(
+                "INSERT INTO messages (conversation_id, role, content, status, agent_id, "
+                "agent_name, model, created_at, updated_at, parent_id, reasoning) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    conversation_id,
+                    role,
+                    content,
+                    status,
+                    agent_id,
+                    agent_name,
+                    model,
+                    now,
+                    now,
+                    parent,
+                    reasoning,
+                ],
+            )
+            message_id = int(cur.lastrowid or 0)
+            self.point_at(conversation_id, parent, message_id)
+            self.touch(conversation_id)
+        msg = self.message(message_id)
         assert msg is not None
         return msg
 
+    def point_at(self, conversation_id: int, parent_id: int | None, child_id: int | None) -> None:
+        """Make ``child_id`` the active child of ``parent_id`` (None: the first message)."""
+        if parent_id is None:
+            self._db.execute(
+                "UPDATE conversations SET active_root_id = ? WHERE id = ?",
+                [child_id, conversation_id],
+            )
+        else:
+            self._db.execute(
+                "UPDATE messages SET active_child_id = ? WHERE id = ?", [child_id, parent_id]
+            )
+
     def message(self, message_id: int) -> Message | None:
-        rows = _rows(self._db.execute("SELECT * FROM messages WHERE id = ?", [message_id]))
-        return Message(**rows[0]) if rows else None
+        cur = self._db.execute(f"SELECT {_MSG_COLS} FROM messages WHERE id = ?", [message_id])
+        row = cur.fetchone()
+        return Message(*row) if row else None
 
     def messages(self, conversation_id: int) -> builtins.list[Message]:
-        rows = _rows(
-            self._db.execute(
-                "SELECT * FROM messages WHERE conversation_id = ? ORDER BY id", [conversation_id]
-            )
+        """The active path: what the conversation shows, first message first."""
+        cur = self._db.execute(
+            "WITH RECURSIVE path(id, depth) AS ("
+            " SELECT active_root_id, 0 FROM conversations WHERE id = ?"
+            " UNION ALL"
+            " SELECT m.active_child_id, path.depth + 1 FROM messages m JOIN path ON m.id = path.id"
+            " WHERE m.active_child_id IS NOT NULL)"
+            f" SELECT {', '.join('m.' + c for c in _MSG_COLS.split(', '))}"
+            " FROM path JOIN messages m ON m.id = path.id ORDER BY path.depth",
+            [conversation_id],
         )
-        return [Message(**r) for r in rows]
+        return [Message(*r) for r in cur.fetchall()]
 
-    def checkpoint(self, message_id: int, content: str) -> None:
+    def all_messages(self, conversation_id: int) -> builtins.list[Message]:
+        """Every message of every branch, in id order (export)."""
+        cur = self._db.execute(
+            f"SELECT {_MSG_COLS} FROM messages WHERE conversation_id = ? ORDER BY id",
+            [conversation_id],
+        )
+        return [Message(*r) for r in cur.fetchall()]
+
+    def ancestors(self, message_id: int) -> builtins.list[Message]:
+        """The messages before ``message_id`` on its branch, first message first."""
+        cur = self._db.execute(
+            "WITH RECURSIVE up(id, depth) AS ("
+            " SELECT parent_id, 1 FROM messages WHERE id = ?"
+            " UNION ALL"
+            " SELECT m.parent_id, up.depth + 1 FROM messages m JOIN up ON m.id = up.id"
+            " WHERE m.parent_id IS NOT NULL)"
+            f" SELECT {', '.join('m.' + c for c in _MSG_COLS.split(', '))}"
+            " FROM up JOIN messages m ON m.id = up.id ORDER BY up.depth DESC",
+            [message_id],
+        )
+        return [Message(*r) for r in cur.fetchall()]
+
+    def active_leaf_id(self, conversation_id: int) -> int | None:
+        cur = self._db.execute(
+            "WITH RECURSIVE path(id, depth) AS ("
+            " SELECT active_root_id, 0 FROM conversations WHERE id = ?"
+            " UNION ALL"
+            " SELECT m.active_child_id, path.depth + 1 FROM messages m JOIN path ON m.id = path.id"
+            " WHERE m.active_child_id IS NOT NULL)"
+            " SELECT id FROM path WHERE id IS NOT NULL ORDER BY depth DESC LIMIT 1",
+            [conversation_id],
+        )
+        row = cur.fetchone()
+        return int(row[0]) if row else None
+
+    def versions(self, message_id: int) -> Versions:
+        msg = self.message(message_id)
+        if msg is None:
+            return Versions(0, ())
+        if msg.parent_id is None:
+            cur = self._db.execute(
+                "SELECT id FROM messages WHERE conversation_id = ? AND parent_id IS NULL "
+                "ORDER BY id",
+                [msg.conversation_id],
+            )
+        else:
+            cur = self._db.execute(
+                "SELECT id FROM messages WHERE parent_id = ? ORDER BY id", [msg.parent_id]
+            )
+        ids = tuple(int(r[0]) for r in cur.fetchall())
+        return Versions(ids.index(message_id) if message_id in ids else 0, ids)
+
+    def versions_for(self, messages: builtins.list[Message]) -> dict[int, Versions]:
+        """``versions`` for many messages of one path in two queries (only those with >1)."""
+        if not messages:
+            return {}
+        conv = messages[0].conversation_id
+        parents = [m.parent_id for m in messages if m.parent_id is not None]
+        by_parent: dict[int | None, builtins.list[int]] = {}
+        for start in range(0, len(parents), 500):
+            chunk = parents[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            cur = self._db.execute(
+                f"SELECT parent_id, id FROM messages WHERE parent_id IN ({marks}) ORDER BY id",
+                chunk,
+            )
+            for parent, mid in cur.fetchall():
+                by_parent.setdefault(parent, []).append(int(mid))
+        cur = self._db.execute(
+            "SELECT id FROM messages WHERE conversation_id = ? AND parent_id IS NULL ORDER BY id",
+            [conv],
+        )
+        by_parent[None] = [int(r[0]) for r in cur.fetchall()]
+        out: dict[int, Versions] = {}
+        for m in messages:
+            ids = by_parent.get(m.parent_id, [m.id])
+            if len(ids) > 1 and m.id in ids:
+                out[m.id] = Versions(ids.index(m.id), tuple(ids))
+        return out
+
+    def activate(self, message_id: int) -> None:
+        """Make the branch through ``message_id`` the active one (search hits, versions)."""
+        msg = self.message(message_id)
+        if msg is None:
+            return
+        with self._tx():
+            self.point_at(msg.conversation_id, msg.parent_id, msg.id)
+            for ancestor in self.ancestors(message_id):
+                self.point_at(msg.conversation_id, ancestor.parent_id, ancestor.id)
+
+    def switch_version(self, message_id: int, step: int) -> int | None:
+        """Show the sibling ``step`` places away (‹ -1, › +1); returns its id."""
+        versions = self.versions(message_id)
+        target = versions.index + step
+        if not 0 <= target < versions.count:
+            return None
+        new_id = versions.ids[target]
+        self.activate(new_id)
+        return new_id
+
+    def checkpoint(self, message_id: int, content: str, reasoning: str | None = None) -> None:
         """Save partial text of a streaming reply (crash safety)."""
+        if reasoning is None:
+            self._db.execute(
+                "UPDATE messages SET content = ?, updated_at = ? WHERE id = ?",
+                [content, utc_now(), message_id],
+            )
+        else:
+            self._db.execute(
+                "UPDATE messages SET content = ?, reasoning = ?, updated_at = ? WHERE id = ?",
+                [content, reasoning, utc_now(), message_id],
+            )
+
+    def set_status(self, message_id: int, status: str) -> None:
+        if status not in MESSAGE_STATUSES:
+            raise ValueError(f"unknown message status {status!r}")
         self._db.execute(
-            "UPDATE messages SET content = ?, updated_at = ? WHERE id = ?",
-            [content, utc_now(), message_id],
+            "UPDATE messages SET status = ?, error_text = NULL, error_kind = NULL, "
+            "updated_at = ? WHERE id = ?",
+            [status, utc_now(), message_id],
         )
 
     def finish_message(
@@ -154,24 +396,61 @@ class ConversationStore:
         status: str,
         error_text: str | None = None,
         error_kind: str | None = None,
+        reasoning: str | None = None,
     ) -> None:
         if status not in MESSAGE_STATUSES:
             raise ValueError(f"unknown message status {status!r}")
         self._db.execute(
             "UPDATE messages SET content = ?, status = ?, error_text = ?, error_kind = ?, "
-            "updated_at = ? WHERE id = ?",
-            [content, status, error_text, error_kind, utc_now(), message_id],
+            "reasoning = COALESCE(?, reasoning), updated_at = ? WHERE id = ?",
+            [content, status, error_text, error_kind, reasoning, utc_now(), message_id],
         )
 
     def delete_message(self, message_id: int) -> None:
-        self._db.execute("DELETE FROM messages WHERE id = ?", [message_id])
+        """Remove one message; what followed it moves up to its parent (stays reachable)."""
+        msg = self.message(message_id)
+        if msg is None:
+            return
+        with self._tx():
+            self._db.execute(
+                "UPDATE messages SET parent_id = ? WHERE parent_id = ?", [msg.parent_id, msg.id]
+            )
+            active = self._active_child_of(msg.conversation_id, msg.parent_id)
+            self._db.execute("DELETE FROM messages WHERE id = ?", [message_id])
+            if active == msg.id or active is None:
+                replacement = msg.active_child_id
+                if replacement is None:
+                    replacement = self._last_child(msg.conversation_id, msg.parent_id)
+                self.point_at(msg.conversation_id, msg.parent_id, replacement)
+
+    def _active_child_of(self, conversation_id: int, parent_id: int | None) -> int | None:
+        if parent_id is None:
+            row = self._db.execute(
+                "SELECT active_root_id FROM conversations WHERE id = ?", [conversation_id]
+            ).fetchone()
+        else:
+            row = self._db.execute(
+                "SELECT active_child_id FROM messages WHERE id = ?", [parent_id]
+            ).fetchone()
+        return int(row[0]) if row and row[0] is not None else None
+
+    def _last_child(self, conversation_id: int, parent_id: int | None) -> int | None:
+        if parent_id is None:
+            row = self._db.execute(
+                "SELECT MAX(id) FROM messages WHERE conversation_id = ? AND parent_id IS NULL",
+                [conversation_id],
+            ).fetchone()
+        else:
+            row = self._db.execute(
+                "SELECT MAX(id) FROM messages WHERE parent_id = ?", [parent_id]
+            ).fetchone()
+        return int(row[0]) if row and row[0] is not None else None
 
     def mark_stale_streaming(self) -> int:
-        """Messages left 'streaming' by a crash become 'cancelled' (text kept). Returns count."""
+        """Messages left 'streaming' by a crash become 'interrupted' (text kept). Returns count."""
         cur = self._db.execute(
-            "UPDATE messages SET status = 'cancelled', error_text = COALESCE(error_text, "
-            "'Interrupted: SIMI Multi stopped while this reply was streaming.'), updated_at = ? "
-            "WHERE status = 'streaming'",
-            [utc_now()],
+            "UPDATE messages SET status = 'interrupted', error_text = COALESCE(error_text, ?), "
+            "updated_at = ? WHERE status = 'streaming'",
+            [INTERRUPTED_TEXT, utc_now()],
         )
         return int(cur.rowcount or 0)

@@ -130,9 +130,76 @@ def m002_agent_options(db: sqlite_utils.Database) -> None:
             db.execute(f"ALTER TABLE agents ADD COLUMN {name} {sql_type}")
 
 
+def m003_branches_search(db: sqlite_utils.Database) -> None:
+    """Message trees (versions and branches), reasoning text, soft delete, full-text search.
+
+    A conversation is a tree: ``messages.parent_id`` is the message a message answers (NULL
+    for the first), siblings are versions (regenerated replies, edited questions). Each
+    message points at the child on its active branch (``active_child_id``) and the
+    conversation at its active first message (``active_root_id``), so the active path is
+    one recursive walk over primary keys, and every branch remembers where it was left.
+    Existing conversations become one straight branch in id order.
+    """
+    msg_cols = {c.name for c in db["messages"].columns}
+    for name, sql_type in (
+        ("parent_id", "INTEGER REFERENCES messages(id) ON DELETE CASCADE"),
+        ("active_child_id", "INTEGER REFERENCES messages(id) ON DELETE SET NULL"),
+        ("reasoning", "TEXT NOT NULL DEFAULT ''"),
+    ):
+        if name not in msg_cols:
+            db.execute(f"ALTER TABLE messages ADD COLUMN {name} {sql_type}")
+    conv_cols = {c.name for c in db["conversations"].columns}
+    for name, sql_type in (
+        ("active_root_id", "INTEGER REFERENCES messages(id) ON DELETE SET NULL"),
+        ("deleted_at", "TEXT"),
+    ):
+        if name not in conv_cols:
+            db.execute(f"ALTER TABLE conversations ADD COLUMN {name} {sql_type}")
+    db.executescript(
+        """
+        -- backfill: each conversation's messages in id order form its one branch
+        UPDATE messages SET parent_id = (
+            SELECT MAX(p.id) FROM messages p
+            WHERE p.conversation_id = messages.conversation_id AND p.id < messages.id
+        ) WHERE parent_id IS NULL;
+        UPDATE messages SET active_child_id = (
+            SELECT MIN(c.id) FROM messages c
+            WHERE c.conversation_id = messages.conversation_id AND c.id > messages.id
+        ) WHERE active_child_id IS NULL;
+        UPDATE conversations SET active_root_id = (
+            SELECT MIN(m.id) FROM messages m WHERE m.conversation_id = conversations.id
+        ) WHERE active_root_id IS NULL;
+        CREATE INDEX IF NOT EXISTS messages_by_parent ON messages (parent_id, id);
+        CREATE INDEX IF NOT EXISTS conversations_by_agent ON conversations (agent_id, updated_at);
+        CREATE INDEX IF NOT EXISTS conversations_listed
+            ON conversations (deleted_at, pinned, updated_at);
+
+        CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
+            content, content='messages', content_rowid='id',
+            tokenize='unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER IF NOT EXISTS messages_fts_insert AFTER INSERT ON messages BEGIN
+            INSERT INTO messages_fts (rowid, content) VALUES (new.id, new.content);
+        END;
+        CREATE TRIGGER IF NOT EXISTS messages_fts_delete AFTER DELETE ON messages BEGIN
+            INSERT INTO messages_fts (messages_fts, rowid, content)
+                VALUES ('delete', old.id, old.content);
+        END;
+        CREATE TRIGGER IF NOT EXISTS messages_fts_update AFTER UPDATE OF content ON messages
+        BEGIN
+            INSERT INTO messages_fts (messages_fts, rowid, content)
+                VALUES ('delete', old.id, old.content);
+            INSERT INTO messages_fts (rowid, content) VALUES (new.id, new.content);
+        END;
+        INSERT INTO messages_fts (messages_fts) VALUES ('rebuild');
+        """
+    )
+
+
 Migration = tuple[str, Callable[[sqlite_utils.Database], None]]
 
 MIGRATIONS: list[Migration] = [
     ("m001_initial", m001_initial),
     ("m002_agent_options", m002_agent_options),
+    ("m003_branches_search", m003_branches_search),
 ]

@@ -10,7 +10,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from desktop.chat.session import ChatService, Turn
 from desktop.llm.errors import UserError
-from desktop.llm.events import StreamEvent, TextDelta
+from desktop.llm.events import ReasoningDelta, StreamEvent, TextDelta
 from desktop.store.agents import Agent
 from desktop.ui.text_format import format_stats
 
@@ -26,14 +26,18 @@ class ChatController(QObject):
     Signals:
         busy_changed(bool): a turn started (True) or ended (False).
         turn_started(object): the ``Turn`` that begins streaming.
-        text_flushed(int, str): assistant message id and its whole text so far (<= 30x/s).
+        text_appended(int, str): assistant message id and the text that arrived since the
+            last flush (<= 30x/s; a view appends it, so a flush costs what is new, not the
+            whole reply).
+        reasoning_appended(int, str): the same for thinking text (ReasoningDelta).
         status_changed(str): a one-line status, e.g. "SmolLM2 (local) · generating… 41 tok/s".
         turn_finished(object): the finished ``Turn`` (status complete / cancelled / error).
     """
 
     busy_changed = Signal(bool)
     turn_started = Signal(object)
-    text_flushed = Signal(int, str)
+    text_appended = Signal(int, str)
+    reasoning_appended = Signal(int, str)
     status_changed = Signal(str)
     turn_finished = Signal(object)
 
@@ -43,6 +47,9 @@ class ChatController(QObject):
         self._task: asyncio.Task[None] | None = None
         self._turn: Turn | None = None
         self._parts: list[str] = []
+        self._flushed = 0  # how many of _parts the view already has
+        self._thoughts: list[str] = []
+        self._thoughts_flushed = 0
         self._pending = False
         self._deltas = 0
         self._first: float | None = None
@@ -77,10 +84,31 @@ class ChatController(QObject):
         self._start(turn)
         return turn
 
+    def regenerate(self, conversation_id: int, agent: Agent, reply_id: int) -> Turn:
+        """Another version of a reply (the earlier ones stay)."""
+        turn = self._chat.begin_regenerate(conversation_id, agent, reply_id)
+        self._start(turn)
+        return turn
+
+    def edit(self, conversation_id: int, agent: Agent, user_id: int, text: str) -> Turn:
+        """Send an edited question as a new branch."""
+        turn = self._chat.begin_edit(conversation_id, agent, user_id, text)
+        self._start(turn)
+        return turn
+
+    def continue_reply(self, conversation_id: int, agent: Agent, reply_id: int) -> Turn:
+        """Carry on a reply that was cut off; the text goes on in the same message."""
+        turn = self._chat.begin_continue(conversation_id, agent, reply_id)
+        self._start(turn)
+        return turn
+
     def _start(self, turn: Turn) -> None:
         assert self._task is None, "one turn at a time"
         self._turn = turn
-        self._parts = []
+        self._parts = [turn.prefix] if turn.prefix else []
+        self._flushed = len(self._parts)
+        self._thoughts = [turn.reasoning] if turn.reasoning else []
+        self._thoughts_flushed = len(self._thoughts)
         self._pending = False
         self._deltas = 0
         self._first = self._last = None
@@ -112,6 +140,9 @@ class ChatController(QObject):
             self._deltas += 1
             self._parts.append(event.text)
             self._pending = True
+        elif isinstance(event, ReasoningDelta):
+            self._thoughts.append(event.text)
+            self._pending = True
 
     async def _run(self, turn: Turn) -> None:
         try:
@@ -129,9 +160,6 @@ class ChatController(QObject):
             turn.status = "error"
         finally:
             self._timer.stop()
-            if turn.text and len(turn.text) >= len(self.text):
-                self._parts = [turn.text]
-            self._pending = True
             self._flush()
             self._task = None
             self._turn = None
@@ -145,7 +173,14 @@ class ChatController(QObject):
             return
         if self._pending:
             self._pending = False
-            self.text_flushed.emit(turn.assistant_message_id, self.text)
+            if self._thoughts_flushed < len(self._thoughts):
+                new = "".join(self._thoughts[self._thoughts_flushed :])
+                self._thoughts_flushed = len(self._thoughts)
+                self.reasoning_appended.emit(turn.assistant_message_id, new)
+            if self._flushed < len(self._parts):
+                new = "".join(self._parts[self._flushed :])
+                self._flushed = len(self._parts)
+                self.text_appended.emit(turn.assistant_message_id, new)
         now = time.perf_counter()
         if self._first is not None and now - self._last_rate_at >= RATE_INTERVAL_S:
             self._last_rate_at = now

@@ -1,16 +1,29 @@
-"""The main window: agents and conversations on the left, the conversation on the right."""
+"""The main window: agents and conversations on the left, the conversation on the right.
+
+Pages: the right-hand side is a QStackedWidget. The conversation is the page "chat";
+``add_page(name, widget, label)`` adds another page (e.g. the Models page) with an entry in
+the sidebar's page bar, and ``show_page(name)`` switches to it.
+"""
 
 from __future__ import annotations
 
 import base64
+import json
 import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-from PySide6.QtCore import QByteArray, QPoint, Qt, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QIcon, QKeySequence
+from PySide6.QtCore import QByteArray, QModelIndex, QPoint, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QIcon, QKeySequence
 from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
     QFrame,
     QHBoxLayout,
+    QInputDialog,
     QLabel,
+    QLineEdit,
     QListWidget,
     QListWidgetItem,
     QMainWindow,
@@ -18,20 +31,31 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QPushButton,
     QSplitter,
+    QStackedWidget,
     QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from desktop.chat.agents import KIND_LABELS
+from desktop.chat.export import ExportError, dumps, from_json, to_json, to_markdown
 from desktop.chat.services import Services
 from desktop.chat.session import Turn
 from desktop.store.agents import Agent
+from desktop.store.conversations import Message, Versions
 from desktop.ui.agent_editor import AgentEditorDialog
 from desktop.ui.chat_controller import ChatController
+from desktop.ui.conversation_list import (
+    MESSAGE_ROLE,
+    SNIPPET_ROLE,
+    ConversationList,
+    SearchResults,
+)
 from desktop.ui.message_view import Transcript
 from desktop.ui.resources import agent_badge, app_icon
-from desktop.ui.text_format import relative_time
+from desktop.ui.resources import icon as resource_icon
+from desktop.ui.settings_dialog import SettingsDialog, footer_mode
+from desktop.ui.shortcuts import COMPOSER_ONLY, SHORTCUTS, ShortcutsSheet, sequences
 from desktop.ui.widgets import (
     ID_ROLE,
     SUBTITLE_ROLE,
@@ -47,6 +71,8 @@ PREF_GEOMETRY = "ui.window_geometry"
 PREF_SPLITTER = "ui.splitter_state"
 PREF_SIDEBAR = "ui.sidebar_splitter_state"
 BADGE_PX = 30
+UNDO_DELETE_MS = 10_000  # how long "Undo" is offered after deleting a conversation
+SEARCH_DEBOUNCE_MS = 150
 
 
 def _encode(data: QByteArray) -> str:
@@ -75,36 +101,128 @@ class MainWindow(QMainWindow):
         self._agent: Agent | None = None
         self._conversation_id: int | None = None
         self._closing = False
+        self._editing: int | None = None  # the user message being edited in the composer
+        self._agent_filter: int | None = None
+        self._pending_delete: int | None = None
+        self._pages: dict[str, QWidget] = {}
+        self._page_buttons: dict[str, QToolButton] = {}
 
         self.setWindowTitle("SIMI Multi")
         self.setWindowIcon(app_icon())
         self.setMinimumSize(720, 480)
 
+        self.pages = QStackedWidget()
+        self.pages.setObjectName("Pages")
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("MainSplitter")
         self.splitter.setChildrenCollapsible(False)
         self.splitter.addWidget(self._build_sidebar())
-        self.splitter.addWidget(self._build_chat_pane())
+        self.splitter.addWidget(self.pages)
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
         self.setCentralWidget(self.splitter)
+        self.add_page("chat", self._build_chat_pane(), "Chat")
 
         self.status_label = QLabel()
         self.status_label.setObjectName("StatusLine")
         self.statusBar().addWidget(self.status_label, 1)
         self.statusBar().setSizeGripEnabled(False)
 
+        self._undo_timer = QTimer(self)
+        self._undo_timer.setSingleShot(True)
+        self._undo_timer.setInterval(UNDO_DELETE_MS)
+        self._undo_timer.timeout.connect(self._finish_delete)
+        self._search_timer = QTimer(self)
+        self._search_timer.setSingleShot(True)
+        self._search_timer.setInterval(SEARCH_DEBOUNCE_MS)
+        self._search_timer.timeout.connect(self.run_search)
+
         self.controller.busy_changed.connect(self._on_busy)
-        self.controller.text_flushed.connect(self.transcript.stream_text)
+        self.controller.text_appended.connect(self.transcript.append_text)
+        self.controller.reasoning_appended.connect(self.transcript.append_reasoning)
         self.controller.status_changed.connect(self.status_label.setText)
         self.controller.turn_finished.connect(self._on_turn_finished)
         self.transcript.retry_requested.connect(self.retry)
+        self.transcript.action_requested.connect(self._on_message_action)
+        self.transcript.version_step.connect(self.switch_version)
+        self.transcript.set_footer_mode(footer_mode(services.prefs))
 
+        self._build_menus()
         self._restore_state()
         self.reload_agents()
         self.new_chat()
         self._on_busy(False)
         self.composer.setFocus()
+
+    # pages ---------------------------------------------------------------------------------
+    def add_page(self, name: str, widget: QWidget, label: str | None = None) -> None:
+        """Add a right-hand page with a button in the sidebar's page bar ("chat" is first).
+
+        The bar appears once there is more than one page.
+        """
+        if name in self._pages:
+            raise ValueError(f"a page called {name!r} exists")
+        self._pages[name] = widget
+        self.pages.addWidget(widget)
+        button = QToolButton()
+        button.setObjectName("PageButton")
+        button.setText(label or name.title())
+        button.setCheckable(True)
+        button.setAutoExclusive(True)
+        button.setCursor(Qt.CursorShape.PointingHandCursor)
+        button.clicked.connect(self._page_slot(name))
+        self.page_bar_layout.insertWidget(self.page_bar_layout.count() - 1, button)
+        self._page_buttons[name] = button
+        self.page_bar.setVisible(len(self._pages) > 1)
+        if len(self._pages) == 1:
+            button.setChecked(True)
+
+    def _page_slot(self, name: str) -> Callable[[], None]:
+        return lambda: self.show_page(name)
+
+    def show_page(self, name: str) -> None:
+        widget = self._pages[name]
+        self.pages.setCurrentWidget(widget)
+        self._page_buttons[name].setChecked(True)
+
+    @property
+    def current_page(self) -> str:
+        current = self.pages.currentWidget()
+        return next((n for n, w in self._pages.items() if w is current), "chat")
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        self._actions: dict[str, QAction] = {}
+        for shortcut in SHORTCUTS:
+            if shortcut.name in COMPOSER_ONLY:
+                continue
+            action = QAction(shortcut.label, self)
+            action.setShortcuts(sequences(shortcut))
+            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+            action.triggered.connect(getattr(self, shortcut.name))
+            self.addAction(action)
+            self._actions[shortcut.name] = action
+        file_menu = bar.addMenu("&File")
+        file_menu.addAction(self._actions["new_chat"])
+        file_menu.addAction("Import conversation…", self.import_conversation)
+        file_menu.addAction("Export as Markdown…", lambda: self.export_conversation("md"))
+        file_menu.addAction("Export as JSON…", lambda: self.export_conversation("json"))
+        file_menu.addSeparator()
+        file_menu.addAction(self._actions["open_settings"])
+        file_menu.addSeparator()
+        quit_action = file_menu.addAction("Quit", self.close)
+        quit_action.setShortcuts(QKeySequence.keyBindings(QKeySequence.StandardKey.Quit))
+        conv_menu = bar.addMenu("&Conversation")
+        for name in (
+            "focus_search",
+            "copy_last_reply",
+            "regenerate_last",
+            "stop",
+            "rename_current",
+        ):
+            conv_menu.addAction(self._actions[name])
+        help_menu = bar.addMenu("&Help")
+        help_menu.addAction(self._actions["show_shortcuts"])
 
     # building ------------------------------------------------------------------------------
     def _build_sidebar(self) -> QWidget:
@@ -184,25 +302,51 @@ class MainWindow(QMainWindow):
         conv_layout = QVBoxLayout(conv_box)
         conv_layout.setContentsMargins(0, 8, 0, 0)
         conv_layout.setSpacing(4)
+        conv_header = QHBoxLayout()
+        conv_header.setContentsMargins(8, 0, 0, 4)
         conv_label = QLabel("CONVERSATIONS")
         conv_label.setObjectName("SectionLabel")
-        conv_label.setContentsMargins(8, 0, 0, 4)
-        conv_layout.addWidget(conv_label)
-        self.conversation_list = QListWidget()
+        conv_header.addWidget(conv_label, 1)
+        self.agent_filter = QComboBox()
+        self.agent_filter.setObjectName("AgentFilter")
+        self.agent_filter.setToolTip("Show the conversations of one agent")
+        self.agent_filter.currentIndexChanged.connect(self._filter_changed)
+        conv_header.addWidget(self.agent_filter)
+        conv_layout.addLayout(conv_header)
+        self.search_box = QLineEdit()
+        self.search_box.setObjectName("SearchBox")
+        self.search_box.setPlaceholderText("Search all conversations")
+        self.search_box.setClearButtonEnabled(True)
+        search_icon = resource_icon("search.svg")
+        self.search_box.addAction(search_icon, QLineEdit.ActionPosition.LeadingPosition)
+        self.search_box.textChanged.connect(lambda _t: self._search_timer.start())
+        self.search_box.returnPressed.connect(self._open_first_result)
+        conv_layout.addWidget(self.search_box)
+        self.conversation_list = ConversationList()
         self.conversation_list.setObjectName("ConversationList")
-        self.conversation_list.setItemDelegate(TwoLineDelegate(self.conversation_list))
         self.conversation_list.setMouseTracking(True)
-        self.conversation_list.currentItemChanged.connect(self._conversation_selected)
+        self.conversation_list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.conversation_list.customContextMenuRequested.connect(self._conversation_menu)
+        self.conversation_list.selectionModel().currentChanged.connect(self._conversation_selected)
         conv_layout.addWidget(self.conversation_list)
+        self.search_results = SearchResults()
+        self.search_results.itemActivated.connect(self._open_result)
+        self.search_results.itemClicked.connect(self._open_result)
+        self.search_results.hide()
+        conv_layout.addWidget(self.search_results)
         self.sidebar_splitter.addWidget(conv_box)
         self.sidebar_splitter.setStretchFactor(0, 0)
         self.sidebar_splitter.setStretchFactor(1, 1)
         layout.addWidget(self.sidebar_splitter, 1)
 
-        new_chat = QAction("New chat", self)
-        new_chat.setShortcut(QKeySequence.StandardKey.New)
-        new_chat.triggered.connect(self.new_chat)
-        self.addAction(new_chat)
+        self.page_bar = QWidget()
+        self.page_bar.setObjectName("PageBar")
+        self.page_bar_layout = QHBoxLayout(self.page_bar)
+        self.page_bar_layout.setContentsMargins(4, 4, 4, 0)
+        self.page_bar_layout.setSpacing(4)
+        self.page_bar_layout.addStretch(1)
+        self.page_bar.hide()
+        layout.addWidget(self.page_bar)
         return sidebar
 
     def _build_chat_pane(self) -> QWidget:
@@ -242,6 +386,23 @@ class MainWindow(QMainWindow):
         area_layout = QVBoxLayout(composer_area)
         area_layout.setContentsMargins(24, 8, 24, 12)
         area_layout.setSpacing(6)
+        self.undo_bar = InfoBar("")
+        self.undo_bar.setObjectName("UndoBar")
+        self.undo_button = QPushButton("Undo")
+        self.undo_button.setObjectName("UndoButton")
+        self.undo_button.clicked.connect(self.undo_delete)
+        self.undo_bar.layout().insertWidget(1, self.undo_button)
+        self.undo_bar.dismissed.connect(self._finish_delete)
+        self.undo_bar.hide()
+        area_layout.addWidget(self.undo_bar)
+        self.edit_banner = InfoBar(
+            "Editing your message: Enter sends it as a new branch "
+            "(the earlier one stays). Esc cancels."
+        )
+        self.edit_banner.setObjectName("EditBanner")
+        self.edit_banner.dismissed.connect(self.cancel_edit)
+        self.edit_banner.hide()
+        area_layout.addWidget(self.edit_banner)
         self.composer_frame = FocusFrame("Composer")
         frame_layout = QHBoxLayout(self.composer_frame)
         frame_layout.setContentsMargins(10, 8, 8, 8)
@@ -426,57 +587,276 @@ class MainWindow(QMainWindow):
 
     # conversations -------------------------------------------------------------------------
     def reload_conversations(self) -> None:
-        names = {a.id: a.name for a in self._agents}
-        self.conversation_list.blockSignals(True)
-        self.conversation_list.clear()
-        current_item = None
-        for conv in self.services.conversations.list():
-            agent_name = names.get(conv.agent_id, "deleted agent") if conv.agent_id else ""
-            item = QListWidgetItem(conv.title or "New chat")
-            item.setData(ID_ROLE, conv.id)
-            when = relative_time(conv.updated_at)
-            item.setData(SUBTITLE_ROLE, " · ".join(p for p in (agent_name, when) if p))
-            item.setToolTip(conv.title or "New chat")
-            self.conversation_list.addItem(item)
-            if conv.id == self._conversation_id:
-                current_item = item
-        if current_item is not None:
-            self.conversation_list.setCurrentItem(current_item)
-        else:
-            self.conversation_list.setCurrentRow(-1)
-        self.conversation_list.blockSignals(False)
+        names = {a.id: a.name for a in self._agents if a.id is not None}
+        self._fill_agent_filter()
+        rows = self.services.conversations.list(self._agent_filter)
+        view = self.conversation_list
+        selection = view.selectionModel()
+        selection.blockSignals(True)
+        view.list_model.set_rows(rows, names)
+        row = view.list_model.row_of(self._conversation_id)
+        view.setCurrentRow(row)
+        selection.blockSignals(False)
+
+    def _fill_agent_filter(self) -> None:
+        combo = self.agent_filter
+        wanted = [("All agents", None)] + [(a.name, a.id) for a in self._agents]
+        have = [(combo.itemText(i), combo.itemData(i)) for i in range(combo.count())]
+        if have == wanted:
+            return
+        combo.blockSignals(True)
+        combo.clear()
+        for text, agent_id in wanted:
+            combo.addItem(text, agent_id)
+        index = combo.findData(self._agent_filter) if self._agent_filter is not None else 0
+        if index < 0:
+            self._agent_filter, index = None, 0
+        combo.setCurrentIndex(index)
+        combo.blockSignals(False)
+
+    def set_agent_filter(self, agent_id: int | None) -> None:
+        """List only the conversations of one agent (None: all)."""
+        self._agent_filter = agent_id
+        index = self.agent_filter.findData(agent_id) if agent_id is not None else 0
+        self.agent_filter.blockSignals(True)
+        self.agent_filter.setCurrentIndex(max(0, index))
+        self.agent_filter.blockSignals(False)
+        self.reload_conversations()
+
+    def _filter_changed(self, index: int) -> None:
+        data = self.agent_filter.itemData(index)
+        self._agent_filter = int(data) if data is not None else None
+        self.reload_conversations()
 
     def new_chat(self) -> None:
         """An empty conversation with the selected agent; stored on the first message."""
+        self.cancel_edit()
         self._conversation_id = None
         self.transcript.clear()
         self.reload_conversations()
         self._update_header()
+        self.show_page("chat")
         self.composer.setFocus()
 
-    def open_conversation(self, conversation_id: int) -> None:
+    def _fetch(
+        self, messages: list[Message]
+    ) -> tuple[dict[int, dict[str, Any]], dict[int, Versions]]:
+        """Stats and versions for the bubbles about to be built (the window, not the path)."""
+        stats = self.services.stats.for_messages([m.id for m in messages if m.role != "user"])
+        return stats, self.services.conversations.versions_for(messages)
+
+    def open_conversation(self, conversation_id: int, focus_id: int | None = None) -> None:
         conv = self.services.conversations.get(conversation_id)
-        if conv is None:
+        if conv is None or conv.deleted_at is not None:
             self.reload_conversations()
             return
+        if conversation_id != self._conversation_id:
+            self.cancel_edit()
         self._conversation_id = conversation_id
         if conv.agent_id is not None:
             self.select_agent(conv.agent_id)
-        self.transcript.clear()
-        messages = self.services.conversations.messages(conversation_id)
-        stats = self.services.stats.for_messages([m.id for m in messages if m.role != "user"])
-        turn = self.controller.turn
-        for message in messages:
-            bubble = self.transcript.add_message(message, stats.get(message.id))
-            if turn is not None and message.id == turn.assistant_message_id:
-                bubble.set_streaming_text(self.controller.text)
-        self.transcript.scroll_to_bottom()
+        self._show_path(focus_id)
         self.reload_conversations()
         self._update_send_enabled()
+        self.show_page("chat")
 
-    def _conversation_selected(self, current: QListWidgetItem | None, _previous: object) -> None:
-        if current is not None:
+    def _show_path(self, focus_id: int | None = None) -> None:
+        if self._conversation_id is None:
+            self.transcript.clear()
+            return
+        messages = self.services.conversations.messages(self._conversation_id)
+        self.transcript.show_path(messages, self._fetch, focus_id)
+        self.transcript.set_busy(self.controller.busy)
+        if focus_id is None:
+            self.transcript.scroll_to_bottom()
+
+    def _conversation_selected(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        if current.isValid():
             self.open_conversation(int(current.data(ID_ROLE)))
+
+    def _conversation_menu(self, pos: QPoint) -> None:
+        index = self.conversation_list.indexAt(pos)
+        if not index.isValid():
+            return
+        conv_id = int(index.data(ID_ROLE))
+        conv = self.services.conversations.get(conv_id)
+        if conv is None:
+            return
+        menu = QMenu(self)
+        menu.addAction("Rename…", lambda: self.rename_conversation(conv_id))
+        menu.addAction("Unpin" if conv.pinned else "Pin", lambda: self.toggle_pin(conv_id))
+        menu.addSeparator()
+        menu.addAction("Export as Markdown…", lambda: self.export_conversation("md", conv_id))
+        menu.addAction("Export as JSON…", lambda: self.export_conversation("json", conv_id))
+        menu.addSeparator()
+        menu.addAction("Delete", lambda: self.delete_conversation(conv_id))
+        menu.popup(self.conversation_list.viewport().mapToGlobal(pos))
+
+    def ask_text(self, title: str, label: str, text: str) -> str | None:
+        """Ask for a line of text (tests replace this to answer without a modal dialog)."""
+        value, ok = QInputDialog.getText(self, title, label, QLineEdit.EchoMode.Normal, text)
+        return value if ok else None
+
+    def rename_conversation(self, conversation_id: int) -> None:
+        conv = self.services.conversations.get(conversation_id)
+        if conv is None:
+            return
+        title = self.ask_text("Rename conversation", "Title:", conv.title)
+        if title is None or not title.strip():
+            return
+        self.services.conversations.rename(conversation_id, " ".join(title.split()))
+        self.reload_conversations()
+
+    def rename_current(self) -> None:
+        if self._conversation_id is not None:
+            self.rename_conversation(self._conversation_id)
+
+    def toggle_pin(self, conversation_id: int) -> None:
+        conv = self.services.conversations.get(conversation_id)
+        if conv is not None:
+            self.services.conversations.set_pinned(conversation_id, not conv.pinned)
+            self.reload_conversations()
+
+    def delete_conversation(self, conversation_id: int) -> None:
+        """Hide it at once; "Undo" brings it back for a few seconds, then it is gone."""
+        turn = self.controller.turn
+        if turn is not None and turn.conversation_id == conversation_id:
+            self.status_label.setText("Stop the reply before deleting its conversation.")
+            return
+        self._finish_delete()
+        conv = self.services.conversations.get(conversation_id)
+        if conv is None:
+            return
+        self.services.conversations.trash(conversation_id)
+        self._pending_delete = conversation_id
+        self.undo_bar.label.setText(f"Deleted “{conv.title or 'New chat'}”.")
+        self.undo_bar.show()
+        self._undo_timer.start()
+        if self._conversation_id == conversation_id:
+            self.new_chat()
+        else:
+            self.reload_conversations()
+
+    def undo_delete(self) -> None:
+        conv_id = self._pending_delete
+        if conv_id is None:
+            return
+        self._pending_delete = None
+        self._undo_timer.stop()
+        self.undo_bar.hide()
+        self.services.conversations.restore(conv_id)
+        self.open_conversation(conv_id)
+
+    def _finish_delete(self) -> None:
+        conv_id = self._pending_delete
+        self._pending_delete = None
+        self._undo_timer.stop()
+        self.undo_bar.hide()
+        if conv_id is not None:
+            self.services.conversations.delete(conv_id)
+
+    # search --------------------------------------------------------------------------------
+    def focus_search(self) -> None:
+        self.show_page("chat")
+        self.search_box.setFocus()
+        self.search_box.selectAll()
+
+    def run_search(self) -> None:
+        """Titles first (the quick switcher), then message hits, newest first."""
+        self._search_timer.stop()
+        query = self.search_box.text().strip()
+        results = self.search_results
+        results.clear()
+        if not query:
+            results.hide()
+            self.conversation_list.show()
+            return
+        for conv in self.services.conversations.find(query, limit=10):
+            item = QListWidgetItem(conv.title or "New chat")
+            item.setData(ID_ROLE, conv.id)
+            item.setData(MESSAGE_ROLE, None)
+            item.setData(SNIPPET_ROLE, "")
+            results.addItem(item)
+        for hit in self.services.search.search(query, limit=50):
+            speaker = "You" if hit.role == "user" else "Reply"
+            item = QListWidgetItem(hit.conversation_title or "New chat")
+            item.setData(ID_ROLE, hit.conversation_id)
+            item.setData(MESSAGE_ROLE, hit.message_id)
+            item.setData(SNIPPET_ROLE, f"{speaker}: {hit.snippet}")
+            item.setToolTip(hit.snippet.replace("\x02", "").replace("\x03", ""))
+            results.addItem(item)
+        self.conversation_list.hide()
+        results.show()
+        if results.count():
+            results.setCurrentRow(0)
+
+    def _open_first_result(self) -> None:
+        self.run_search()
+        item = self.search_results.currentItem() or self.search_results.item(0)
+        if item is not None:
+            self._open_result(item)
+
+    def _open_result(self, item: QListWidgetItem) -> None:
+        conv_id = int(item.data(ID_ROLE))
+        message_id = item.data(MESSAGE_ROLE)
+        if message_id is not None:
+            # a hit on another branch: show that branch
+            self.services.conversations.activate(int(message_id))
+        self.open_conversation(conv_id, int(message_id) if message_id is not None else None)
+
+    def clear_search(self) -> None:
+        self.search_box.clear()
+        self.run_search()
+
+    # export / import -----------------------------------------------------------------------
+    def ask_save_path(self, title: str, suggested: str, filters: str) -> str | None:
+        """Where to save (tests replace this to answer without a modal dialog)."""
+        path, _ = QFileDialog.getSaveFileName(self, title, suggested, filters)
+        return path or None
+
+    def ask_open_path(self, title: str, filters: str) -> str | None:
+        path, _ = QFileDialog.getOpenFileName(self, title, "", filters)
+        return path or None
+
+    def export_conversation(self, fmt: str, conversation_id: int | None = None) -> None:
+        conv_id = conversation_id if conversation_id is not None else self._conversation_id
+        conv = self.services.conversations.get(conv_id) if conv_id is not None else None
+        if conv is None:
+            self.status_label.setText("Open a conversation to export it.")
+            return
+        stem = "".join(c if c.isalnum() or c in " -_" else "_" for c in conv.title)[:60]
+        suffix, filters = (".md", "Markdown (*.md)") if fmt == "md" else (".json", "JSON (*.json)")
+        path = self.ask_save_path("Export conversation", (stem or "conversation") + suffix, filters)
+        if not path:
+            return
+        store, stats = self.services.conversations, self.services.stats
+        text = (
+            to_markdown(store, stats, conv.id)
+            if fmt == "md"
+            else dumps(to_json(store, stats, conv.id))
+        )
+        try:
+            Path(path).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            self.status_label.setText(f"Could not write {path}: {exc.strerror or exc}")
+            return
+        self.status_label.setText(f"Exported “{conv.title}” to {path}")
+
+    def import_conversation(self) -> None:
+        path = self.ask_open_path("Import conversation", "SIMI Multi JSON (*.json)")
+        if not path:
+            return
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            conv_id = from_json(
+                data, self.services.conversations, self.services.stats, self.services.agents
+            )
+        except (OSError, ValueError) as exc:
+            message = str(exc) if isinstance(exc, ExportError) else f"{path}: {exc}"
+            self.status_label.setText(f"Could not import: {message}")
+            return
+        self.open_conversation(conv_id)
+        self.status_label.setText(f"Imported {Path(path).name}")
 
     # sending -------------------------------------------------------------------------------
     def _update_send_enabled(self) -> None:
@@ -500,26 +880,35 @@ class MainWindow(QMainWindow):
         if not text.strip():
             return
         agent = self._agent
+        editing = self._editing
         try:
             if self._conversation_id is None:
                 conv = self.services.conversations.create(agent.id)
                 self._conversation_id = conv.id
             elif agent.id is not None:
                 self.services.conversations.set_agent(self._conversation_id, agent.id)
-            turn = self.controller.send(self._conversation_id, agent, text)
+            if editing is not None:
+                turn = self.controller.edit(self._conversation_id, agent, editing, text)
+            else:
+                turn = self.controller.send(self._conversation_id, agent, text)
         except Exception:
             log.exception("could not start a turn")
             self.status_label.setText("Could not store the message; see the log for details.")
             return
         self.composer.clear()
-        self._show_new_turn(turn, with_user_message=True)
+        if editing is not None:
+            self.cancel_edit()
+            self._show_path()
+            self.reload_conversations()
+        else:
+            self._show_new_turn(turn, with_user_message=True)
 
     def _show_new_turn(self, turn: Turn, with_user_message: bool) -> None:
         store = self.services.conversations
         if with_user_message:
             user = store.message(turn.user_message_id)
             if user is not None:
-                self.transcript.add_message(user)
+                self.transcript.add_message(user, None, store.versions_for([user]).get(user.id))
         reply = store.message(turn.assistant_message_id)
         if reply is not None:
             self.transcript.add_message(reply)
@@ -527,17 +916,25 @@ class MainWindow(QMainWindow):
         self.reload_conversations()
 
     def stop(self) -> None:
-        self.controller.stop()
+        """Esc: stop a streaming reply, or leave editing."""
+        if self.controller.busy:
+            self.controller.stop()
+        elif self._editing is not None:
+            self.cancel_edit()
+            self.composer.clear()
+
+    def _agent_for(self, message_id: int) -> Agent | None:
+        message = self.services.conversations.message(message_id)
+        agent = None
+        if message is not None and message.agent_id is not None:
+            agent = self.services.agents.get(message.agent_id)
+        return agent or self._agent
 
     def retry(self, message_id: int) -> None:
         """Replace a failed reply with a new attempt by the agent that wrote it."""
         if self.controller.busy or self._conversation_id is None:
             return
-        failed = self.services.conversations.message(message_id)
-        agent = None
-        if failed is not None and failed.agent_id is not None:
-            agent = self.services.agents.get(failed.agent_id)
-        agent = agent or self._agent
+        agent = self._agent_for(message_id)
         if agent is None:
             return
         try:
@@ -549,22 +946,143 @@ class MainWindow(QMainWindow):
         self.transcript.remove_message(message_id)
         self._show_new_turn(turn, with_user_message=False)
 
+    def regenerate(self, message_id: int) -> None:
+        """A new version of a reply by the selected agent; earlier versions stay (‹ 1/2 ›)."""
+        if self.controller.busy or self._conversation_id is None or self._agent is None:
+            return
+        try:
+            self.controller.regenerate(self._conversation_id, self._agent, message_id)
+        except Exception:
+            log.exception("could not regenerate message %s", message_id)
+            self.status_label.setText("Could not regenerate this reply.")
+            return
+        self._show_path()
+
+    def regenerate_last(self) -> None:
+        last = self._last_reply()
+        if last is not None:
+            self.regenerate(last.id)
+
+    def continue_reply(self, message_id: int) -> None:
+        """Carry on a reply cut off by max tokens (or stopped); the text goes on in place."""
+        if self.controller.busy or self._conversation_id is None:
+            return
+        agent = self._agent_for(message_id)
+        if agent is None:
+            return
+        try:
+            turn = self.controller.continue_reply(self._conversation_id, agent, message_id)
+        except Exception:
+            log.exception("could not continue message %s", message_id)
+            self.status_label.setText("Could not continue this reply.")
+            return
+        message = self.services.conversations.message(message_id)
+        if message is not None:
+            self.transcript.update_message(message, None)
+            bubble = self.transcript.bubble(message_id)
+            if bubble is not None:
+                bubble.set_streaming_text(turn.prefix)
+            self.transcript.seed_live(message_id, turn.prefix)
+        self.transcript.scroll_to_bottom()
+
+    def edit_message(self, message_id: int) -> None:
+        """Put a sent message back in the composer; sending makes a new branch."""
+        if self.controller.busy:
+            return
+        message = self.services.conversations.message(message_id)
+        if message is None or message.role != "user":
+            return
+        self._editing = message_id
+        self.composer.setPlainText(message.content)
+        self.edit_banner.show()
+        self.composer.setFocus()
+        cursor = self.composer.textCursor()
+        cursor.movePosition(cursor.MoveOperation.End)
+        self.composer.setTextCursor(cursor)
+
+    def cancel_edit(self) -> None:
+        if self._editing is not None:
+            self._editing = None
+        self.edit_banner.hide()
+
+    @property
+    def editing(self) -> int | None:
+        return self._editing
+
+    def delete_message(self, message_id: int) -> None:
+        if self.controller.busy:
+            return
+        if not self.confirm(
+            "Delete message",
+            "Delete this message? Its other versions and what follows it are kept.",
+        ):
+            return
+        self.services.conversations.delete_message(message_id)
+        self._show_path()
+        self.reload_conversations()
+
+    def switch_version(self, message_id: int, step: int) -> None:
+        if self.controller.busy:
+            return
+        new_id = self.services.conversations.switch_version(message_id, step)
+        if new_id is not None:
+            self._show_path(focus_id=new_id)
+
+    def _last_reply(self) -> Message | None:
+        path = self.transcript.path
+        return next((m for m in reversed(path) if m.role == "assistant"), None)
+
+    def copy_last_reply(self) -> None:
+        last = self._last_reply()
+        if last is None:
+            return
+        message = self.services.conversations.message(last.id) or last
+        QGuiApplication.clipboard().setText(message.content)
+        self.status_label.setText("Copied the last reply.")
+
+    def _on_message_action(self, action: str, message_id: int) -> None:
+        if action == "copy":
+            self.status_label.setText("Copied.")
+        elif action == "regenerate":
+            self.regenerate(message_id)
+        elif action == "edit":
+            self.edit_message(message_id)
+        elif action == "delete":
+            self.delete_message(message_id)
+        elif action == "continue":
+            self.continue_reply(message_id)
+
+    def open_settings(self) -> None:
+        dialog = SettingsDialog(self.services.prefs, self)
+        if dialog.exec():
+            self.transcript.set_footer_mode(footer_mode(self.services.prefs))
+        dialog.deleteLater()
+
+    def show_shortcuts(self) -> ShortcutsSheet:
+        sheet = ShortcutsSheet(self)
+        sheet.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        sheet.show()
+        return sheet
+
     def _on_busy(self, busy: bool) -> None:
         self.send_button.setText("Stop" if busy else "Send")
-        self.send_button.setToolTip("Stop the reply" if busy else "Send (Enter)")
+        self.send_button.setToolTip("Stop the reply (Esc)" if busy else "Send (Enter)")
         self.send_button.setProperty("streaming", busy)
         self.send_button.style().unpolish(self.send_button)
         self.send_button.style().polish(self.send_button)
+        self.transcript.set_busy(busy)
         self._update_send_enabled()
 
     def _on_turn_finished(self, turn: Turn) -> None:
         if self._closing:
             return
         if turn.conversation_id == self._conversation_id:
-            message = self.services.conversations.message(turn.assistant_message_id)
+            store = self.services.conversations
+            message = store.message(turn.assistant_message_id)
             if message is not None:
                 stats = self.services.stats.for_message(message.id)
-                self.transcript.update_message(message, stats)
+                versions = store.versions_for([message]).get(message.id)
+                self.transcript.update_message(message, stats, versions)
         self.reload_conversations()
 
     # state ---------------------------------------------------------------------------------
@@ -596,6 +1114,7 @@ class MainWindow(QMainWindow):
         """Save the layout, cancel a streaming reply (its partial text is kept), close."""
         if not self._closing:
             self._closing = True
+            self._finish_delete()
             self.save_state()
             self.controller.stop()
             self.closed.emit()

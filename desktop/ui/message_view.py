@@ -1,15 +1,21 @@
-"""The transcript: message bubbles in a scroll area that follows a streaming reply.
+"""The transcript: a window of message bubbles over the conversation's active path.
 
-Bubbles are QLabels: plain text while a reply streams (updated at most ~30x/s by the
-controller), Markdown once it has finished. Very long texts are cut for display only.
+Only a window of the path (``PAGE`` messages, at most ``MAX_LOADED``) exists as widgets; the
+window grows by a page when the person scrolls to its top or bottom and sheds the far end,
+so a 5,000-message conversation opens as fast as a short one and memory stays bounded.
+
+A streaming reply is plain text appended at the end of a QTextDocument (incremental layout:
+the cost per flush depends on the new text, not on the reply so far). When the reply ends it
+is rendered once as Markdown: prose as rich text, fenced code highlighted with a Copy button.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QResizeEvent, QTextCharFormat, QTextCursor, QTextDocument
+from PySide6.QtCore import QEvent, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QDesktopServices, QEnterEvent, QGuiApplication, QResizeEvent, QTextCursor
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -17,11 +23,14 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QSizePolicy,
+    QTextEdit,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
-from desktop.store.conversations import Message
+from desktop.store.conversations import Message, Versions
+from desktop.ui.markdown import Code, Prose, code_html, prose_html, split_segments
 from desktop.ui.text_format import format_stats, stats_tooltip, truncate_for_display
 from desktop.ui.theme import current_colors
 
@@ -29,38 +38,14 @@ BUBBLE_MAX_WIDTH = 820
 STICK_MARGIN_PX = 32
 BUBBLE_PADDING_PX = 14
 NATURAL_WIDTH_SCAN = 2_000  # longer texts simply take the full bubble width
+PAGE = 40  # messages built at a time
+MAX_LOADED = 120  # bubbles alive at most; the far end of the window is shed beyond this
+FOOTER_MODES = ("always", "hover", "never")
 
+# What a bubble asks the window to do: (action, message id).
+ACTIONS = ("copy", "regenerate", "edit", "delete", "continue", "retry")
 
-def render_markdown(text: str, code_bg: str, font: QFont | None = None) -> str:
-    """Markdown to HTML for a QLabel, with a tinted background behind code."""
-    doc = QTextDocument()
-    if font is not None:
-        doc.setDefaultFont(font)
-    doc.setMarkdown(text, QTextDocument.MarkdownFeature.MarkdownDialectGitHub)
-    background = QColor(code_bg)
-    block = doc.begin()
-    while block.isValid():
-        fmt = block.blockFormat()
-        if fmt.nonBreakableLines() or fmt.hasProperty(fmt.Property.BlockCodeFence):
-            fmt.setBackground(background)
-            fmt.setLeftMargin(4)
-            QTextCursor(block).setBlockFormat(fmt)
-        else:
-            it = block.begin()
-            while not it.atEnd():
-                fragment = it.fragment()
-                if fragment.isValid() and fragment.charFormat().fontFixedPitch():
-                    cursor = QTextCursor(doc)
-                    cursor.setPosition(fragment.position())
-                    cursor.setPosition(
-                        fragment.position() + fragment.length(), QTextCursor.MoveMode.KeepAnchor
-                    )
-                    char = QTextCharFormat()
-                    char.setBackground(background)
-                    cursor.mergeCharFormat(char)
-                it += 1
-        block = block.next()
-    return doc.toHtml()
+Fetch = Callable[[list[Message]], tuple[dict[int, dict[str, Any]], dict[int, Versions]]]
 
 
 def _repolish(widget: QWidget) -> None:
@@ -69,46 +54,221 @@ def _repolish(widget: QWidget) -> None:
     style.polish(widget)
 
 
-class MessageBubble(QFrame):
-    """One message. Signals: retry_requested(int) with the failed message's id."""
+def open_link(url: str) -> None:
+    """Links open in the system browser, and only when clicked (never on hover or render)."""
+    qurl = QUrl(url)
+    if qurl.scheme() in ("http", "https", "mailto"):
+        QDesktopServices.openUrl(qurl)
 
+
+def _tool(text: str, tip: str, name: str = "BubbleAction") -> QToolButton:
+    button = QToolButton()
+    button.setObjectName(name)
+    button.setText(text)
+    button.setToolTip(tip)
+    button.setAutoRaise(True)
+    button.setCursor(Qt.CursorShape.PointingHandCursor)
+    return button
+
+
+class StreamText(QTextEdit):
+    """Read-only text that grows by appending at the end; as tall as its content."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("StreamText")
+        self.setReadOnly(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.document().setDocumentMargin(0)
+        self.viewport().setAutoFillBackground(False)
+        self._length = 0
+        # Height is fitted after each change and resize, not from documentSizeChanged: a
+        # Python slot on the document's signal gets called while the widget is destroyed,
+        # and PySide then miscounts references (a crash at interpreter exit).
+        self._fit()
+
+    def append_text(self, text: str) -> None:
+        if not text:
+            return
+        cursor = QTextCursor(self.document())
+        cursor.movePosition(QTextCursor.MoveOperation.End)
+        cursor.insertText(text)
+        self._length += len(text)
+        self._fit()
+
+    def set_all(self, text: str) -> None:
+        self.setPlainText(text)
+        self._length = len(text)
+        self._fit()
+
+    @property
+    def length(self) -> int:
+        return self._length
+
+    def _fit(self, *_args: object) -> None:
+        height = int(self.document().size().height()) + 2
+        if self.height() != height:
+            self.setFixedHeight(max(height, self.fontMetrics().lineSpacing() + 2))
+
+    def dispose(self) -> None:
+        self.hide()
+        self.deleteLater()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fit()
+
+
+class CodeBlock(QFrame):
+    """Highlighted code with its language and a Copy button."""
+
+    def __init__(self, code: str, language: str, dark: bool) -> None:
+        super().__init__()
+        self.setObjectName("CodeBlock")
+        self.code = code
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        head = QFrame()
+        head.setObjectName("CodeHeader")
+        head_layout = QHBoxLayout(head)
+        head_layout.setContentsMargins(10, 2, 4, 2)
+        lang = QLabel(language or "text")
+        lang.setObjectName("CodeLanguage")
+        head_layout.addWidget(lang, 1)
+        self.copy_button = _tool("Copy", "Copy this code", "CodeCopy")
+        self.copy_button.clicked.connect(self.copy)
+        self._reset_timer = QTimer(self)
+        self._reset_timer.setSingleShot(True)
+        self._reset_timer.setInterval(1500)
+        self._reset_timer.timeout.connect(self._reset_copy)
+        head_layout.addWidget(self.copy_button)
+        layout.addWidget(head)
+        self.label = QLabel()
+        self.label.setObjectName("CodeText")
+        self.label.setTextFormat(Qt.TextFormat.RichText)
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.label.setContentsMargins(10, 8, 10, 8)
+        self.label.setText(code_html(code, language, dark))
+        layout.addWidget(self.label)
+
+    def _reset_copy(self) -> None:
+        self.copy_button.setText("Copy")
+
+    def copy(self) -> None:
+        QGuiApplication.clipboard().setText(self.code)
+        self.copy_button.setText("Copied")
+        self._reset_timer.start()
+
+
+def _prose_label(html_text: str) -> QLabel:
+    label = QLabel()
+    label.setObjectName("BubbleText")
+    label.setWordWrap(True)
+    label.setTextFormat(Qt.TextFormat.RichText)
+    label.setTextInteractionFlags(
+        Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.LinksAccessibleByMouse
+    )
+    label.setOpenExternalLinks(False)
+    label.linkActivated.connect(open_link)
+    label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
+    label.setText(html_text)
+    return label
+
+
+class MessageBubble(QFrame):
+    """One message.
+
+    Signals:
+        action_requested(str, int): one of ACTIONS for this message id.
+        version_step(int, int): show the previous (-1) or next (+1) version of the message.
+        retry_requested(int): the failed message's Retry button (also an action).
+    """
+
+    action_requested = Signal(str, int)
+    version_step = Signal(int, int)
     retry_requested = Signal(int)
 
-    def __init__(self, message: Message, stats: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        message: Message,
+        stats: dict[str, Any] | None = None,
+        versions: Versions | None = None,
+        footer_mode: str = "always",
+    ) -> None:
         super().__init__()
         self.message_id = message.id
         self.role = message.role
         self.status = message.status
+        self.message = message
         self._content = ""
         self._markdown = False
-        self._rendered_bg = ""
+        self._rendered_dark: bool | None = None
         self._max_width = BUBBLE_MAX_WIDTH
+        self._footer_mode = footer_mode
+        self._hovered = False
+        self._stats: dict[str, Any] | None = None
+        self._stream: StreamText | None = None  # the growing tail of a streaming reply
+        self._chunks: list[StreamText] = []  # streamed text so far, the tail last
+        self._frozen: list[QLabel] = []  # streamed text before the tail
+        self.segments: list[QWidget] = []
         self.setObjectName("Bubble")
         self.setProperty("role", message.role)
         self.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Minimum)
 
         layout = QVBoxLayout(self)
         pad = BUBBLE_PADDING_PX
-        layout.setContentsMargins(pad, 10, pad, 10)
+        layout.setContentsMargins(pad, 10, pad, 8)
         layout.setSpacing(6)
 
+        head = QHBoxLayout()
+        head.setSpacing(2)
         label_text = "You" if message.role == "user" else message.agent_name or "Assistant"
         self.label = QLabel(label_text)
         self.label.setObjectName("BubbleLabel")
         if message.model:
             self.label.setToolTip(f"Model: {message.model}")
-        layout.addWidget(self.label)
+        head.addWidget(self.label)
+        head.addStretch(1)
+        self.prev_button = _tool("‹", "Previous version", "VersionButton")
+        self.next_button = _tool("›", "Next version", "VersionButton")
+        self.version_label = QLabel()
+        self.version_label.setObjectName("VersionLabel")
+        self.prev_button.clicked.connect(lambda: self.version_step.emit(self.message_id, -1))
+        self.next_button.clicked.connect(lambda: self.version_step.emit(self.message_id, 1))
+        for w in (self.prev_button, self.version_label, self.next_button):
+            head.addWidget(w)
+        layout.addLayout(head)
 
-        self.body = QLabel()
+        self.thinking_button = QToolButton()
+        self.thinking_button.setObjectName("ThinkingToggle")
+        self.thinking_button.setCheckable(True)
+        self.thinking_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.thinking_button.setArrowType(Qt.ArrowType.RightArrow)
+        self.thinking_button.setAutoRaise(True)
+        self.thinking_button.toggled.connect(self._toggle_thinking)
+        self.thinking = StreamText()
+        self.thinking.setObjectName("ThinkingText")
+        self.thinking.hide()
+        self.thinking_button.hide()
+        layout.addWidget(self.thinking_button, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addWidget(self.thinking)
+
+        self.body_box = QWidget()
+        self.body_layout = QVBoxLayout(self.body_box)
+        self.body_layout.setContentsMargins(0, 0, 0, 0)
+        self.body_layout.setSpacing(8)
+        layout.addWidget(self.body_box)
+        self.body = QLabel()  # user messages and short plain texts
         self.body.setObjectName("BubbleText")
         self.body.setWordWrap(True)
-        self.body.setTextInteractionFlags(
-            Qt.TextInteractionFlag.TextSelectableByMouse
-            | Qt.TextInteractionFlag.LinksAccessibleByMouse
-        )
-        self.body.setOpenExternalLinks(True)
+        self.body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.body.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
-        layout.addWidget(self.body)
+        self.body_layout.addWidget(self.body)
 
         self.stopped = QLabel("stopped")
         self.stopped.setObjectName("StoppedMarker")
@@ -128,22 +288,84 @@ class MessageBubble(QFrame):
         self.retry_button = QPushButton("Retry")
         self.retry_button.setObjectName("RetryButton")
         self.retry_button.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.retry_button.clicked.connect(lambda: self.retry_requested.emit(self.message_id))
+        self.retry_button.clicked.connect(self._retry)
         error_layout.addWidget(self.retry_button, 0, Qt.AlignmentFlag.AlignTop)
         self.error_box.hide()
         layout.addWidget(self.error_box)
 
         self.footer = QLabel()
         self.footer.setObjectName("StatsFooter")
+        self.footer.setWordWrap(True)
         self.footer.hide()
         layout.addWidget(self.footer)
 
-        self.update_from(message, stats)
+        actions = QHBoxLayout()
+        actions.setSpacing(0)
+        actions.setContentsMargins(0, 0, 0, 0)
+        self.action_buttons: dict[str, QToolButton] = {}
+        for key, text, tip in (
+            ("copy", "Copy", "Copy this message"),
+            ("edit", "Edit", "Edit and send again (a new branch; this one stays)"),
+            ("regenerate", "Regenerate", "Write another version of this reply"),
+            ("continue", "Continue", "Carry on from where this reply stopped"),
+            ("delete", "Delete", "Delete this message"),
+        ):
+            button = _tool(text, tip)
+            button.clicked.connect(self._action_slot(key))
+            actions.addWidget(button)
+            self.action_buttons[key] = button
+        actions.addStretch(1)
+        self.copy_button = self.action_buttons["copy"]
+        layout.addLayout(actions)
+
+        self.update_from(message, stats, versions)
+
+    # actions ---------------------------------------------------------------------------------
+    def _action_slot(self, key: str) -> Callable[[], None]:
+        # A plain closure: lambdas with default arguments on clicked(bool) upset PySide's
+        # reference counting of True/False (a crash at interpreter exit after many clicks).
+        return lambda: self._act(key)
+
+    def _act(self, key: str) -> None:
+        if key == "copy":
+            QGuiApplication.clipboard().setText(self.message.content)
+        self.action_requested.emit(key, self.message_id)
+
+    def _retry(self) -> None:
+        self.retry_requested.emit(self.message_id)
+        self.action_requested.emit("retry", self.message_id)
+
+    def set_busy(self, busy: bool) -> None:
+        """While a reply streams, nothing that starts another turn or reshapes the path."""
+        for key in ("edit", "regenerate", "continue", "delete"):
+            self.action_buttons[key].setEnabled(not busy)
+        self.retry_button.setEnabled(not busy)
+        if busy:
+            self.prev_button.setEnabled(False)
+            self.next_button.setEnabled(False)
+        else:
+            self._show_versions(self._versions)
+
+    def _toggle_thinking(self, shown: bool) -> None:
+        self.thinking.setVisible(shown)
+        self.thinking_button.setArrowType(
+            Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow
+        )
+
+    def _show_thinking_label(self) -> None:
+        busy = self.status == "streaming"
+        words = 0 if busy else len(self.message.reasoning.split())
+        text = "Thinking…" if busy else "Thinking"
+        if words:
+            text += f" ({words:,} words)"
+        self.thinking_button.setText(text)
 
     # content ---------------------------------------------------------------------------------
     @property
     def text(self) -> str:
         """What the bubble shows, as plain text."""
+        if self._stream is not None:
+            return self._stream.toPlainText() or "…"
         if self._markdown:
             return self._content
         return self.body.text()
@@ -153,36 +375,110 @@ class MessageBubble(QFrame):
         """True once a finished reply is rendered as Markdown."""
         return self._markdown
 
+    def _clear_segments(self) -> None:
+        for widget in self.segments:
+            self.body_layout.removeWidget(widget)
+            widget.hide()
+            widget.deleteLater()
+        self.segments = []
+        for chunk in self._chunks:
+            self.body_layout.removeWidget(chunk)
+            chunk.dispose()
+        for label in self._frozen:
+            self.body_layout.removeWidget(label)
+            label.hide()
+            label.deleteLater()
+        self._chunks = []
+        self._frozen = []
+        self._stream = None
+
+    def _stream_widget(self) -> StreamText:
+        if self._stream is None:
+            self._clear_segments()
+            self._markdown = False
+            self.body.hide()
+            self._new_chunk()
+            self.body_box.show()
+            self._fit_width()
+        assert self._stream is not None
+        return self._stream
+
+    def _new_chunk(self) -> StreamText:
+        chunk = StreamText()
+        chunk.setObjectName("BubbleText")
+        self.body_layout.addWidget(chunk)
+        self._chunks.append(chunk)
+        self._stream = chunk
+        return chunk
+
+    def _append_chunked(self, text: str) -> None:
+        self._stream_widget().append_text(text)
+
     def set_streaming_text(self, text: str) -> None:
-        """Plain text while the reply streams (called by a ~30 Hz timer, not per token)."""
-        self._markdown = False
-        if self.body.textFormat() != Qt.TextFormat.PlainText:
-            self.body.setTextFormat(Qt.TextFormat.PlainText)
-        shown = truncate_for_display(text) if text else "…"
-        self._content = shown
-        self.body.setText(shown)
-        self._fit_width()
+        """Replace the streamed text (a bubble built mid-stream, or a reopened conversation)."""
+        self._clear_segments()
+        self._stream_widget()
+        self._stream_widget().set_all(text)
 
-    def _set_markdown(self, text: str) -> None:
-        self._markdown = True
-        self._content = truncate_for_display(text)
-        self._render_markdown()
-        self._fit_width()
+    def append_text(self, text: str) -> None:
+        """Add streamed text at the end (called at most ~30x/s with what arrived since)."""
+        self._append_chunked(text)
 
-    def _render_markdown(self) -> None:
-        code_bg = current_colors().code_bg
-        self._rendered_bg = code_bg
-        self.body.setTextFormat(Qt.TextFormat.RichText)
-        self.body.setText(render_markdown(self._content, code_bg, self.body.font()))
+    def append_reasoning(self, text: str) -> None:
+        if self.thinking_button.isHidden():
+            self.thinking_button.show()
+            self._show_thinking_label()
+        self.thinking.append_text(text)
+
+    def _render(self) -> None:
+        """The finished reply as Markdown: prose labels and code blocks."""
+        self._clear_segments()
+        colors = current_colors()
+        self._rendered_dark = colors.dark
+        self.body.hide()
+        for segment in split_segments(self._content):
+            widget: QWidget
+            if isinstance(segment, Code):
+                widget = CodeBlock(segment.code, segment.language, colors.dark)
+            else:
+                assert isinstance(segment, Prose)
+                widget = _prose_label(prose_html(segment.text, colors, self.font()))
+            self.body_layout.addWidget(widget)
+            self.segments.append(widget)
+
+    def code_blocks(self) -> list[CodeBlock]:
+        return [w for w in self.segments if isinstance(w, CodeBlock)]
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
         if (
             event.type() in (QEvent.Type.PaletteChange, QEvent.Type.StyleChange)
             and self._markdown
-            and self._rendered_bg != current_colors().code_bg
+            and self._rendered_dark is not None
+            and self._rendered_dark != current_colors().dark
         ):
-            self._render_markdown()
+            self._render()
+
+    # footer ----------------------------------------------------------------------------------
+    def set_footer_mode(self, mode: str) -> None:
+        self._footer_mode = mode
+        self._show_footer()
+
+    def _show_footer(self) -> None:
+        shown = bool(self.footer.text()) and (
+            self._footer_mode == "always" or (self._footer_mode == "hover" and self._hovered)
+        )
+        self.footer.setVisible(shown)
+
+    def enterEvent(self, event: QEnterEvent) -> None:
+        self._hovered = True
+        self._show_footer()
+        super().enterEvent(event)
+
+    def leaveEvent(self, event: QEvent) -> None:
+        self._hovered = False
+        self._show_footer()
+        super().leaveEvent(event)
 
     # width -----------------------------------------------------------------------------------
     def set_max_width(self, width: int) -> None:
@@ -193,7 +489,7 @@ class MessageBubble(QFrame):
     def _natural_width(self, text: str, label: QLabel) -> int:
         """Width of the longest line, so short messages get snug bubbles that do not wrap."""
         inner = self._max_width - 2 * BUBBLE_PADDING_PX - 2
-        if len(text) > NATURAL_WIDTH_SCAN or "```" in text:
+        if len(text) > NATURAL_WIDTH_SCAN or "```" in text or "|" in text:
             return inner
         metrics = label.fontMetrics()
         widest = max((metrics.horizontalAdvance(line) for line in text.split("\n")), default=0)
@@ -201,31 +497,82 @@ class MessageBubble(QFrame):
 
     def _fit_width(self) -> None:
         inner = self._max_width - 2 * BUBBLE_PADDING_PX - 2
-        self.body.setMinimumWidth(min(self._natural_width(self._content, self.body), inner))
+        if self._stream is not None or len(self.segments) > 1 or self.code_blocks():
+            self.body_box.setMinimumWidth(inner)
+        elif self.segments:
+            self.body_box.setMinimumWidth(
+                max(260, min(self._natural_width(self._content, self.body), inner))
+            )
+        else:
+            self.body_box.setMinimumWidth(min(self._natural_width(self._content, self.body), inner))
         if not self.error_box.isHidden():
             room = inner - self.retry_button.sizeHint().width() - 30
             natural = self._natural_width(self.error_text.text(), self.error_text)
             self.error_text.setMinimumWidth(max(120, min(natural, room)))
 
-    def update_from(self, message: Message, stats: dict[str, Any] | None) -> None:
+    # state -----------------------------------------------------------------------------------
+    def _show_versions(self, versions: Versions | None) -> None:
+        self._versions = versions
+        many = versions is not None and versions.count > 1
+        for w in (self.prev_button, self.version_label, self.next_button):
+            w.setVisible(many)
+        if versions is not None and many:
+            self.version_label.setText(f"{versions.index + 1}/{versions.count}")
+            self.prev_button.setEnabled(versions.index > 0)
+            self.next_button.setEnabled(versions.index < versions.count - 1)
+
+    @property
+    def version_text(self) -> str:
+        """ "‹ 2/3 ›" as shown, or "" when the message has one version."""
+        if self.version_label.isHidden():
+            return ""
+        return f"‹ {self.version_label.text()} ›"
+
+    def update_from(
+        self,
+        message: Message,
+        stats: dict[str, Any] | None,
+        versions: Versions | None = None,
+    ) -> None:
         """Show the stored state of the message: text, status marker, error, stats."""
+        self.message = message
         self.status = message.status
+        self._stats = stats
         content = message.content
+        assistant = message.role == "assistant"
+        if versions is not None or not hasattr(self, "_versions"):
+            self._show_versions(versions)
         if message.status == "streaming":
-            self.set_streaming_text(content)
-        elif message.role == "assistant" and content:
-            self._set_markdown(content)
+            if self._stream is None:
+                self.set_streaming_text(content)
+        elif assistant and content:
+            self._markdown = True
+            self._content = truncate_for_display(content)
+            self._render()
         else:
+            self._clear_segments()
             self._markdown = False
             self._content = truncate_for_display(content)
             self.body.setTextFormat(Qt.TextFormat.PlainText)
             self.body.setText(self._content)
+            self.body.setVisible(bool(content))
         # an error with no text at all: no empty paragraph above the error box
-        self.body.setVisible(bool(content) or message.status == "streaming")
+        self.body_box.setVisible(bool(content) or message.status == "streaming")
 
-        self.stopped.setVisible(message.status == "cancelled")
-        if message.status == "cancelled" and message.error_text:
-            self.stopped.setToolTip(message.error_text)
+        if message.status != "streaming" or (message.reasoning and not self.thinking.length):
+            self.thinking.set_all(message.reasoning)
+            self.thinking_button.setVisible(bool(message.reasoning))
+            self._show_thinking_label()
+
+        cut = message.status in ("cancelled", "interrupted")
+        self.stopped.setVisible(cut)
+        if cut:
+            self.stopped.setText(
+                "stopped"
+                if message.status == "cancelled"
+                else "interrupted: SIMI Multi stopped while this reply was streaming"
+            )
+            self.stopped.setToolTip(message.error_text or "")
 
         failed = message.status == "error"
         self.error_box.setVisible(failed)
@@ -236,12 +583,24 @@ class MessageBubble(QFrame):
             self.setProperty("state", state)
             _repolish(self)
 
-        line = format_stats(stats) if message.role == "assistant" else ""
-        if message.status in ("streaming", "error"):
-            line = ""
+        finished = message.status not in ("streaming",)
+        finish_reason = (stats or {}).get("finish_reason")
+        self.action_buttons["copy"].setVisible(bool(content))
+        self.action_buttons["edit"].setVisible(message.role == "user")
+        self.action_buttons["regenerate"].setVisible(assistant and finished and not failed)
+        self.action_buttons["continue"].setVisible(
+            assistant
+            and bool(content)
+            and (cut or (message.status == "complete" and finish_reason == "length"))
+        )
+        self.action_buttons["delete"].setVisible(finished)
+
+        line = ""
+        if assistant and message.status not in ("streaming", "error"):
+            line = format_stats(stats, message.agent_name, message.model)
         self.footer.setText(line)
         self.footer.setToolTip(stats_tooltip(stats))
-        self.footer.setVisible(bool(line))
+        self._show_footer()
         self._fit_width()
 
 
@@ -281,13 +640,22 @@ class EmptyState(QWidget):
         self.title.setText(f"Chat with {name}" if name else "Create an agent to start")
 
 
-class Transcript(QScrollArea):
-    """Scrollable list of bubbles. Follows new text unless the person scrolled up.
+def _no_fetch(messages: list[Message]) -> tuple[dict[int, dict[str, Any]], dict[int, Versions]]:
+    return {}, {}
 
-    Signals: retry_requested(int) — forwarded from a bubble's Retry button.
+
+class Transcript(QScrollArea):
+    """A window of bubbles over the active path. Follows new text unless the person scrolled up.
+
+    Signals:
+        retry_requested(int): a failed reply's Retry button.
+        action_requested(str, int): a bubble's action (ACTIONS) and its message id.
+        version_step(int, int): a bubble's ‹ › buttons (message id, -1 or +1).
     """
 
     retry_requested = Signal(int)
+    action_requested = Signal(str, int)
+    version_step = Signal(int, int)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -300,22 +668,74 @@ class Transcript(QScrollArea):
         self._layout = QVBoxLayout(body)
         self._layout.setContentsMargins(24, 16, 24, 16)
         self._layout.setSpacing(12)
+        self.earlier_button = QPushButton("Show earlier messages")
+        self.earlier_button.setObjectName("LoadMore")
+        self.earlier_button.clicked.connect(self.load_earlier)
+        self.later_button = QPushButton("Show later messages")
+        self.later_button.setObjectName("LoadMore")
+        self.later_button.clicked.connect(self.load_later)
         self.empty = EmptyState()
+        self._layout.addWidget(self.earlier_button, 0, Qt.AlignmentFlag.AlignHCenter)
         self._layout.addWidget(self.empty)
+        self._layout.addWidget(self.later_button, 0, Qt.AlignmentFlag.AlignHCenter)
         self._layout.addStretch(1)
         self.setWidget(body)
         self._bubbles: dict[int, MessageBubble] = {}
+        self._rows: list[MessageRow] = []  # the window, in path order
+        self._path: list[Message] = []
+        self._start = 0
+        self._end = 0
+        self._fetch: Fetch = _no_fetch
+        self._live: dict[int, list[str]] = {}  # streamed text not yet stored, per message
+        self._footer_mode = "always"
+        self._busy = False
         self._stick = True
+        self._anchor_from_bottom: int | None = None
+        self._loading = False
+        # Timers owned by the transcript (not singleShot closures tied to a bubble, which
+        # PySide mishandles when the bubble is deleted before they fire).
+        self._found_id: int | None = None
+        self._scroll_timer = QTimer(self)
+        self._scroll_timer.setSingleShot(True)
+        self._scroll_timer.setInterval(0)
+        self._scroll_timer.timeout.connect(self._scroll_to_found)
+        self._unmark_timer = QTimer(self)
+        self._unmark_timer.setSingleShot(True)
+        self._unmark_timer.setInterval(2500)
+        self._unmark_timer.timeout.connect(self._unmark)
+        self._page_timer = QTimer(self)
+        self._page_timer.setSingleShot(True)
+        self._page_timer.setInterval(0)
+        self._page_timer.timeout.connect(self._page_on_edge)
+        self.earlier_button.hide()
+        self.later_button.hide()
         bar = self.verticalScrollBar()
         bar.valueChanged.connect(self._on_scrolled)
         bar.rangeChanged.connect(self._on_range)
 
     # scrolling -------------------------------------------------------------------------------
     def _on_scrolled(self, value: int) -> None:
-        self._stick = value >= self.verticalScrollBar().maximum() - STICK_MARGIN_PX
+        bar = self.verticalScrollBar()
+        self._stick = value >= bar.maximum() - STICK_MARGIN_PX and self._end >= len(self._path)
+        if self._loading or bar.maximum() == 0:
+            return
+        if (value == bar.minimum() and self._start > 0) or (
+            value == bar.maximum() and self._end < len(self._path)
+        ):
+            self._page_timer.start()
+
+    def _page_on_edge(self) -> None:
+        bar = self.verticalScrollBar()
+        if bar.value() == bar.minimum():
+            self.load_earlier()
+        elif bar.value() == bar.maximum():
+            self.load_later()
 
     def _on_range(self, _minimum: int, maximum: int) -> None:
-        if self._stick:
+        if self._anchor_from_bottom is not None:
+            self.verticalScrollBar().setValue(maximum - self._anchor_from_bottom)
+            self._anchor_from_bottom = None
+        elif self._stick:
             self.verticalScrollBar().setValue(maximum)
 
     @property
@@ -323,61 +743,271 @@ class Transcript(QScrollArea):
         return self._stick
 
     def scroll_to_bottom(self) -> None:
+        if self._end < len(self._path):
+            self._show_window(max(0, len(self._path) - PAGE), len(self._path))
         self._stick = True
         bar = self.verticalScrollBar()
         bar.setValue(bar.maximum())
 
-    # content ---------------------------------------------------------------------------------
+    # window ----------------------------------------------------------------------------------
+    @property
+    def window_range(self) -> tuple[int, int]:
+        """[start, end) of the path that exists as bubbles."""
+        return self._start, self._end
+
+    @property
+    def path(self) -> list[Message]:
+        return list(self._path)
+
     def bubbles(self) -> list[MessageBubble]:
-        return list(self._bubbles.values())
+        return [row.bubble for row in self._rows]
 
     def bubble(self, message_id: int) -> MessageBubble | None:
         return self._bubbles.get(message_id)
 
+    def _make_row(
+        self, message: Message, stats: dict[str, Any] | None, versions: Versions | None
+    ) -> MessageRow:
+        bubble = MessageBubble(message, stats, versions, self._footer_mode)
+        if message.status == "streaming" and message.id in self._live:
+            bubble.set_streaming_text("".join(self._live[message.id]))
+        bubble.set_max_width(self._bubble_width())
+        # Queued: these rebuild the transcript, which must not delete the bubble while it is
+        # still delivering its own click (PySide then miscounts references and crashes later).
+        queued = Qt.ConnectionType.QueuedConnection
+        bubble.retry_requested.connect(self.retry_requested, queued)
+        bubble.action_requested.connect(self.action_requested, queued)
+        bubble.version_step.connect(self.version_step, queued)
+        if self._busy:
+            bubble.set_busy(True)
+        self._bubbles[message.id] = bubble
+        return MessageRow(bubble)
+
+    def _build(self, messages: list[Message]) -> list[MessageRow]:
+        stats, versions = self._fetch(messages)
+        return [self._make_row(m, stats.get(m.id), versions.get(m.id)) for m in messages]
+
+    def _insert_rows(self, at: int, rows: list[MessageRow]) -> None:
+        # layout: [earlier, empty, rows..., later, stretch]
+        base = 2
+        for offset, row in enumerate(rows):
+            self._layout.insertWidget(base + at + offset, row)
+        self._rows[at:at] = rows
+
+    def _drop_rows(self, rows: list[MessageRow]) -> None:
+        for row in rows:
+            self._bubbles.pop(row.bubble.message_id, None)
+            self._layout.removeWidget(row)
+            row.hide()  # deleteLater runs later; a visible orphan would still paint
+            row.deleteLater()
+            self._rows.remove(row)
+
+    def _update_chrome(self) -> None:
+        self.earlier_button.setVisible(self._start > 0)
+        self.later_button.setVisible(self._end < len(self._path))
+        self.empty.setVisible(not self._path)
+
+    def _show_window(self, start: int, end: int) -> None:
+        self._drop_rows(list(self._rows))
+        self._start, self._end = start, end
+        self._insert_rows(0, self._build(self._path[start:end]))
+        self._update_chrome()
+
+    def show_path(
+        self, messages: list[Message], fetch: Fetch | None = None, focus_id: int | None = None
+    ) -> None:
+        """Show a conversation: the last page of it, or a page around ``focus_id``."""
+        self._fetch = fetch or _no_fetch
+        self._path = list(messages)
+        ids = [m.id for m in self._path]
+        if focus_id is not None and focus_id in ids:
+            index = ids.index(focus_id)
+            start = max(0, index - PAGE // 2)
+            end = min(len(ids), start + PAGE)
+            self._stick = False
+        else:
+            end = len(ids)
+            start = max(0, end - PAGE)
+            self._stick = True
+        self._show_window(start, end)
+        if focus_id is not None:
+            self.reveal(focus_id)
+
+    def reveal(self, message_id: int) -> None:
+        """Scroll so the message is in view and mark it briefly (search hits)."""
+        ids = [m.id for m in self._path]
+        if message_id not in ids:
+            return
+        index = ids.index(message_id)
+        if not self._start <= index < self._end:
+            start = max(0, index - PAGE // 2)
+            self._show_window(start, min(len(ids), start + PAGE))
+        bubble = self._bubbles.get(message_id)
+        if bubble is None:
+            return
+        self._stick = False
+        self._unmark()
+        bubble.setProperty("found", "true")
+        _repolish(bubble)
+        self._found_id = message_id
+        self._scroll_to_found()
+        self._scroll_timer.start()
+        self._unmark_timer.start()
+
+    def _scroll_to_found(self) -> None:
+        bubble = self._bubbles.get(self._found_id) if self._found_id is not None else None
+        row = bubble.parentWidget() if bubble is not None else None
+        if row is not None:
+            self.widget().layout().activate()
+            self.ensureWidgetVisible(row, 0, 80)
+            self._stick = False
+
+    def _unmark(self) -> None:
+        bubble = self._bubbles.get(self._found_id) if self._found_id is not None else None
+        if bubble is not None:
+            bubble.setProperty("found", "false")
+            _repolish(bubble)
+
+    def load_earlier(self) -> None:
+        if self._start == 0 or self._loading:
+            return
+        self._loading = True
+        try:
+            bar = self.verticalScrollBar()
+            self._anchor_from_bottom = bar.maximum() - bar.value()
+            new_start = max(0, self._start - PAGE)
+            self._insert_rows(0, self._build(self._path[new_start : self._start]))
+            self._start = new_start
+            extra = (self._end - self._start) - MAX_LOADED
+            if extra > 0:
+                self._drop_rows(self._rows[-extra:])
+                self._end -= extra
+                # the anchor was measured from a bottom that is now gone: keep the top instead
+                self._anchor_from_bottom = None
+                self.widget().layout().activate()
+                self._keep_top_rows_in_view(PAGE)
+            self._update_chrome()
+        finally:
+            self._loading = False
+
+    def _keep_top_rows_in_view(self, count: int) -> None:
+        if count < len(self._rows):
+            self.widget().layout().activate()
+            self.verticalScrollBar().setValue(self._rows[count].y())
+
+    def load_later(self) -> None:
+        if self._end >= len(self._path) or self._loading:
+            return
+        self._loading = True
+        try:
+            new_end = min(len(self._path), self._end + PAGE)
+            self._insert_rows(len(self._rows), self._build(self._path[self._end : new_end]))
+            self._end = new_end
+            extra = (self._end - self._start) - MAX_LOADED
+            if extra > 0:
+                bar = self.verticalScrollBar()
+                self.widget().layout().activate()
+                first_kept = self._rows[extra]
+                shift = first_kept.y() - self._rows[0].y()
+                value = bar.value()
+                self._drop_rows(self._rows[:extra])
+                self._start += extra
+                self.widget().layout().activate()
+                bar.setValue(max(0, value - shift))
+            self._update_chrome()
+        finally:
+            self._loading = False
+
+    # content ---------------------------------------------------------------------------------
     def clear(self) -> None:
-        for bubble in list(self._bubbles.values()):
-            row = bubble.parentWidget()
-            if row is not None:
-                self._layout.removeWidget(row)
-                row.hide()  # deleteLater runs later; a visible orphan would still paint
-                row.deleteLater()
+        self._drop_rows(list(self._rows))
         self._bubbles.clear()
-        self.empty.show()
+        self._path = []
+        self._start = self._end = 0
+        self._live.clear()
+        self._update_chrome()
         self._stick = True
 
     def set_agent_name(self, name: str | None) -> None:
         self.empty.set_agent(name)
 
-    def add_message(self, message: Message, stats: dict[str, Any] | None = None) -> MessageBubble:
-        bubble = MessageBubble(message, stats)
-        bubble.set_max_width(self._bubble_width())
-        bubble.retry_requested.connect(self.retry_requested)
-        row = MessageRow(bubble)
-        self._layout.insertWidget(self._layout.count() - 1, row)
-        self._bubbles[message.id] = bubble
-        self.empty.hide()
+    def set_footer_mode(self, mode: str) -> None:
+        self._footer_mode = mode if mode in FOOTER_MODES else "always"
+        for bubble in self._bubbles.values():
+            bubble.set_footer_mode(self._footer_mode)
+
+    def set_busy(self, busy: bool) -> None:
+        self._busy = busy
+        for bubble in self._bubbles.values():
+            bubble.set_busy(busy)
+
+    def add_message(
+        self,
+        message: Message,
+        stats: dict[str, Any] | None = None,
+        versions: Versions | None = None,
+    ) -> MessageBubble | None:
+        """Append to the path; the bubble is built when the window is at the end."""
+        at_end = self._end == len(self._path)
+        self._path.append(message)
+        bubble = None
+        if at_end:
+            self._insert_rows(len(self._rows), [self._make_row(message, stats, versions)])
+            self._end = len(self._path)
+            bubble = self._bubbles[message.id]
+            extra = (self._end - self._start) - MAX_LOADED
+            if extra > 0 and self._stick:
+                self._drop_rows(self._rows[:extra])
+                self._start += extra
+        self._update_chrome()
         return bubble
 
     def remove_message(self, message_id: int) -> None:
-        bubble = self._bubbles.pop(message_id, None)
-        if bubble is None:
-            return
-        row = bubble.parentWidget()
-        if row is not None:
-            self._layout.removeWidget(row)
-            row.hide()
-            row.deleteLater()
-        self.empty.setVisible(not self._bubbles)
-
-    def stream_text(self, message_id: int, text: str) -> None:
+        ids = [m.id for m in self._path]
+        if message_id in ids:
+            index = ids.index(message_id)
+            del self._path[index]
+            if index < self._start:
+                self._start -= 1
+            if index < self._end:
+                self._end -= 1
         bubble = self._bubbles.get(message_id)
         if bubble is not None:
-            bubble.set_streaming_text(text)
+            row = bubble.parentWidget()
+            if isinstance(row, MessageRow) and row in self._rows:
+                self._drop_rows([row])
+        self._update_chrome()
 
-    def update_message(self, message: Message, stats: dict[str, Any] | None) -> None:
+    def seed_live(self, message_id: int, text: str) -> None:
+        """The text a streaming message starts from ("Continue" carries on stored text)."""
+        self._live[message_id] = [text] if text else []
+
+    def append_text(self, message_id: int, text: str) -> None:
+        """Streamed text since the last flush (the controller coalesces, ~30x/s)."""
+        self._live.setdefault(message_id, []).append(text)
+        bubble = self._bubbles.get(message_id)
+        if bubble is not None:
+            bubble.append_text(text)
+
+    def append_reasoning(self, message_id: int, text: str) -> None:
+        bubble = self._bubbles.get(message_id)
+        if bubble is not None:
+            bubble.append_reasoning(text)
+
+    def update_message(
+        self,
+        message: Message,
+        stats: dict[str, Any] | None,
+        versions: Versions | None = None,
+    ) -> None:
+        self._live.pop(message.id, None)
+        for i, m in enumerate(self._path):
+            if m.id == message.id:
+                self._path[i] = message
+                break
         bubble = self._bubbles.get(message.id)
         if bubble is not None:
-            bubble.update_from(message, stats)
+            bubble.update_from(message, stats, versions)
 
     # layout ----------------------------------------------------------------------------------
     def _bubble_width(self) -> int:

@@ -66,3 +66,10 @@ def agent_badge(name: str, kind: str, size: int = 28, device_pixel_ratio: float 
     painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, initials(name))
     painter.end()
     return pixmap
+
+
+@cache
+def icon(name: str) -> QIcon:
+    """An SVG icon from ``resources/icons`` (sharp at any device pixel ratio)."""
+    path = resource_path("icons", name)
+    return QIcon(str(path)) if path.is_file() else QIcon()

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from desktop.chat.format import stats_details, stats_line
+
 DISPLAY_LIMIT = 20_000
 
 
@@ -15,44 +17,16 @@ def truncate_for_display(text: str, limit: int = DISPLAY_LIMIT) -> str:
     return f"{text[:limit]}\n\n… ({len(text) - limit:,} more characters)"
 
 
-def _num(value: Any, digits: int = 0) -> str:
-    if value is None:
-        return "?"
-    if digits == 0:
-        return f"{round(float(value)):,}"
-    return f"{float(value):,.{digits}f}"
-
-
-def format_stats(row: dict[str, Any] | None) -> str:
+def format_stats(
+    row: dict[str, Any] | None, agent: str | None = None, model: str | None = None
+) -> str:
     """ "TTFT 85 ms · 112 tok/s · 32 → 57 tokens · stop" from an inference_stats row."""
-    if not row:
-        return ""
-    parts: list[str] = []
-    if row.get("ttft_ms") is not None:
-        parts.append(f"TTFT {_num(row['ttft_ms'])} ms")
-    if row.get("decode_tok_s") is not None:
-        parts.append(f"{_num(row['decode_tok_s'])} tok/s")
-    prompt, output = row.get("prompt_tokens"), row.get("output_tokens")
-    if prompt is not None or output is not None:
-        cached = row.get("cached_tokens")
-        left = _num(prompt)
-        if cached:
-            left += f" ({_num(cached)} cached)"
-        tokens = f"{left} → {_num(output)} tokens"
-        if row.get("token_source") == "counted":
-            tokens += " (counted)"
-        parts.append(tokens)
-    if row.get("finish_reason"):
-        parts.append(str(row["finish_reason"]))
-    return " · ".join(parts)
+    return stats_line(row, agent, model)
 
 
 def stats_tooltip(row: dict[str, Any] | None) -> str:
     """Every non-empty field of the stats record, one per line."""
-    if not row:
-        return ""
-    lines = [f"{key}: {value}" for key, value in row.items() if value is not None and key != "id"]
-    return "\n".join(lines)
+    return stats_details(row)
 
 
 def relative_time(iso: str | None, now: datetime | None = None) -> str:

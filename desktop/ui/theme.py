@@ -219,6 +219,45 @@ QScrollBar::handle:vertical {{ background: {c.border}; border-radius: 4px; min-h
 QScrollBar::handle:vertical:hover {{ background: {c.muted}; }}
 QScrollBar::add-line:vertical, QScrollBar::sub-line:vertical {{ height: 0; }}
 QScrollBar::add-page:vertical, QScrollBar::sub-page:vertical {{ background: transparent; }}
+QFrame#Bubble[found="true"] {{ border: 2px solid {c.accent}; }}
+QToolButton#BubbleAction {{ color: {c.muted}; border: none; border-radius: 5px;
+              padding: 1px 6px; font-size: 11px; background: transparent; }}
+QToolButton#BubbleAction:hover {{ background: {c.selection}; color: {c.text}; }}
+QToolButton#BubbleAction:disabled {{ color: {c.border}; }}
+QToolButton#VersionButton {{ color: {c.muted}; border: none; border-radius: 4px;
+              padding: 0 5px; font-size: 14px; font-weight: 700; background: transparent; }}
+QToolButton#VersionButton:hover {{ background: {c.selection}; color: {c.text}; }}
+QToolButton#VersionButton:disabled {{ color: {c.border}; }}
+#VersionLabel {{ color: {c.muted}; font-size: 11px; }}
+QToolButton#ThinkingToggle {{ color: {c.muted}; border: none; font-size: 12px;
+              font-style: italic; padding: 0; background: transparent; }}
+QTextEdit#ThinkingText {{ color: {c.muted}; background: transparent;
+              border-left: 2px solid {c.border}; padding-left: 8px; }}
+QTextEdit#BubbleText {{ color: {c.text}; background: transparent; border: none; }}
+QFrame#CodeBlock {{ background: {c.code_bg}; border: 1px solid {c.border};
+              border-radius: 8px; }}
+QFrame#CodeHeader {{ background: transparent; border: none;
+              border-bottom: 1px solid {c.border}; }}
+#CodeLanguage {{ color: {c.muted}; font-size: 11px; }}
+QToolButton#CodeCopy {{ color: {c.muted}; border: none; border-radius: 4px; font-size: 11px;
+              padding: 1px 8px; background: transparent; }}
+QToolButton#CodeCopy:hover {{ background: {c.selection}; color: {c.text}; }}
+#CodeText {{ color: {c.text}; background: transparent;
+             font-family: "DejaVu Sans Mono", "Menlo", "Consolas", monospace; }}
+QPushButton#LoadMore {{ color: {c.muted}; border: 1px dashed {c.border}; padding: 4px 14px; }}
+QLineEdit#SearchBox {{ background: {c.surface}; border-radius: 8px; padding: 5px 6px; }}
+QComboBox#AgentFilter {{ background: transparent; border: none; color: {c.muted};
+              font-size: 11px; padding: 0 4px; }}
+QFrame#UndoBar, QFrame#EditBanner {{ border: 1px solid {c.warn_border}; border-radius: 8px; }}
+QToolButton#PageButton {{ background: transparent; color: {c.muted}; border: none;
+              border-radius: 6px; padding: 4px 10px; }}
+QToolButton#PageButton:checked {{ background: {c.selection}; color: {c.text}; }}
+QMenuBar {{ background: {c.window}; color: {c.text}; }}
+QMenuBar::item:selected {{ background: {c.selection}; }}
+QTableWidget {{ background: {c.surface}; color: {c.text}; gridline-color: {c.border};
+              border: 1px solid {c.border}; }}
+QHeaderView::section {{ background: {c.raised}; color: {c.muted}; border: none;
+              padding: 4px 8px; }}
 QMenu {{ background: {c.raised}; color: {c.text}; border: 1px solid {c.border};
          padding: 4px; border-radius: 6px; }}
 QMenu::item {{ padding: 5px 16px; border-radius: 4px; }}

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+
 SUBTITLE_ROLE = Qt.ItemDataRole.UserRole + 1
 ID_ROLE = Qt.ItemDataRole.UserRole
 
@@ -32,7 +33,7 @@ MAX_COMPOSER_LINES = 8
 
 
 class ComposerEdit(QPlainTextEdit):
-    """Message input: Enter sends, Shift+Enter inserts a new line.
+    """Message input: Enter (or Ctrl+Enter) sends, Shift+Enter inserts a new line.
 
     Signals: submitted() when Enter is pressed without Shift.
     """
@@ -55,7 +56,7 @@ class ComposerEdit(QPlainTextEdit):
                 self.textCursor().insertText("\n")
                 event.accept()
                 return
-            if not mods & (Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier):
+            if not mods & Qt.KeyboardModifier.AltModifier:
                 event.accept()
                 self.submitted.emit()
                 return

@@ -9,7 +9,14 @@ from desktop.settings.paths import AppPaths
 from desktop.store.db import MIGRATIONS_TABLE, move_aside, open_database
 from desktop.store.migrations import MIGRATIONS
 
-EXPECTED_TABLES = {"agents", "endpoints", "conversations", "messages", "inference_stats"}
+EXPECTED_TABLES = {
+    "agents",
+    "endpoints",
+    "conversations",
+    "messages",
+    "inference_stats",
+    "messages_fts",
+}
 
 
 def _columns(db_path: Path, table: str) -> set[str]:
@@ -26,7 +33,21 @@ def test_blank_database_migrates_to_expected_schema(tmp_path: Path) -> None:
     applied = [r[0] for r in db.execute(f"SELECT name FROM {MIGRATIONS_TABLE} ORDER BY id")]
     assert applied == [name for name, _ in MIGRATIONS]
     db.conn.close()
-    assert {"status", "content", "conversation_id", "error_text"} <= _columns(path, "messages")
+    assert {
+        "status",
+        "content",
+        "conversation_id",
+        "error_text",
+        "parent_id",
+        "active_child_id",
+        "reasoning",
+    } <= _columns(path, "messages")
+    assert {"pinned", "active_root_id", "deleted_at"} <= _columns(path, "conversations")
+    with sqlite3.connect(path) as conn:
+        triggers = {
+            r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'")
+        }
+    assert {"messages_fts_insert", "messages_fts_update", "messages_fts_delete"} <= triggers
     assert {
         "ttft_ms",
         "decode_tok_s",
@@ -132,3 +153,27 @@ def test_a_database_from_before_m002_gains_the_agent_options(tmp_path: Path) -> 
     assert {"preset", "stall_timeout_s", "ca_bundle", "main_gpu", "n_batch"} <= _columns(
         path, "agents"
     )
+
+
+def test_a_database_from_before_m003_becomes_one_branch_and_is_searchable(tmp_path: Path) -> None:
+    from desktop.store.conversations import ConversationStore
+    from desktop.store.migrations import m001_initial, m002_agent_options
+    from desktop.store.search import SearchStore
+
+    path = tmp_path / "simi.db"
+    old = open_database(
+        path,
+        migrations=[("m001_initial", m001_initial), ("m002_agent_options", m002_agent_options)],
+    )
+    old.execute("INSERT INTO conversations (title, created_at, updated_at) VALUES ('t', 'x', 'x')")
+    for i, (role, text) in enumerate([("user", "hello lighthouse"), ("assistant", "hi keeper")]):
+        old.execute(
+            "INSERT INTO messages (conversation_id, role, content, created_at, updated_at) "
+            "VALUES (1, ?, ?, ?, ?)",
+            [role, text, str(i), str(i)],
+        )
+    old.conn.close()
+    db = open_database(path)
+    store = ConversationStore(db)
+    assert [m.content for m in store.messages(1)] == ["hello lighthouse", "hi keeper"]
+    assert [h.message_id for h in SearchStore(db).search("lighthouse")] == [1]

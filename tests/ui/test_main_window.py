@@ -169,6 +169,7 @@ def test_provider_error_shows_on_the_message_with_retry_and_window_stays_usable(
     assert bubble.body.isHidden()
 
     qtbot.mouseClick(bubble.retry_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.transcript.bubble(reply.id) is None)  # (a queued action)
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=30_000)
     assert window.transcript.bubble(reply.id) is None  # replaced by the new attempt
     retried = _assistant(services, window)
