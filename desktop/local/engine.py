@@ -14,9 +14,10 @@ import contextlib
 import ctypes
 import logging
 import os
+import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -36,7 +37,30 @@ CHATML_TEMPLATE_NOTE = "No chat template in the model file; using ChatML."
 # The last lines llama.cpp logged (in the worker process), so a load failure can say what
 # llama.cpp itself complained about instead of llama-cpp-python's bare "Failed to load".
 LLAMA_LOG_TAIL: collections.deque[str] = collections.deque(maxlen=40)
+# What llama.cpp itself reported about the last load, in MiB: "kv_cache", "compute" (summed
+# over backends), "weights". Verbose loads log thousands of lines, so these are kept aside
+# from the tail. Filled only while ``capture_llama_logs`` is active.
+LLAMA_REPORTED_MIB: dict[str, float] = {}
 _log_callback: object = None
+_SIZE_PATTERNS = (
+    # llama_kv_cache: size =   23.91 MiB (  2048 cells,  30 layers, ...)
+    ("kv_cache", re.compile(r"llama_kv_cache: size = +([\d.]+) MiB")),
+    # sched_reserve:        CPU compute buffer size =    98.25 MiB
+    ("compute", re.compile(r"compute buffer size = +([\d.]+) MiB")),
+    # load_tensors:   CPU_Mapped model buffer size =    92.10 MiB
+    ("weights", re.compile(r"model buffer size = +([\d.]+) MiB")),
+)
+
+
+def _note_reported_size(line: str) -> None:
+    for key, pattern in _SIZE_PATTERNS:
+        m = pattern.search(line)
+        if m:
+            value = float(m.group(1))
+            if key == "kv_cache":
+                LLAMA_REPORTED_MIB[key] = value
+            else:  # one line per backend buffer: sum them
+                LLAMA_REPORTED_MIB[key] = LLAMA_REPORTED_MIB.get(key, 0.0) + value
 
 
 def capture_llama_logs() -> None:
@@ -49,6 +73,8 @@ def capture_llama_logs() -> None:
         line = text.decode("utf-8", "replace").strip()
         if line:
             LLAMA_LOG_TAIL.append(line)
+            if "size =" in line:
+                _note_reported_size(line)
 
     _log_callback = _on_log  # keep a reference: llama.cpp holds a raw pointer to it
     llama_cpp.llama_log_set(_on_log, ctypes.c_void_p(0))
@@ -104,23 +130,12 @@ def default_threads() -> int:
 
 
 def check_gguf_file(path: Path) -> None:
-    """Cheap checks before llama.cpp sees the file, so common mistakes get a clear message."""
-    if not path.exists():
-        raise LocalModelError(f"The model file {path} does not exist. Choose another GGUF file.")
-    if not path.is_file():
-        raise LocalModelError(f"{path} is not a file. Choose a GGUF model file.")
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(4)
-    except OSError as exc:
-        raise LocalModelError(f"The model file {path} cannot be read ({exc.strerror}).") from exc
-    if len(head) < 4:
-        raise LocalModelError(f"The model file {path} is empty or truncated; download it again.")
-    if head != GGUF_MAGIC:
-        raise LocalModelError(
-            f"{path} is not a GGUF model (it does not start with 'GGUF'). Choose a .gguf file "
-            "made for llama.cpp."
-        )
+    """Checks before llama.cpp sees the file, so bad files get a clear message naming the file
+    and what is wrong (``desktop.local.catalog.ModelFileError``), never a native crash: the
+    whole GGUF header is read and every tensor must lie within the file."""
+    from desktop.local.catalog import read_model_info
+
+    read_model_info(path)
 
 
 def chatml_prompt(messages: list[dict[str, str]]) -> str:
@@ -130,44 +145,49 @@ def chatml_prompt(messages: list[dict[str, str]]) -> str:
 
 
 class LoadedModel:
-    def __init__(self, params: LoadParams, llm: Any, load_ms: float) -> None:
+    def __init__(
+        self,
+        params: LoadParams,
+        llm: Any,
+        load_ms: float,
+        gpu_layers_used: int | None = None,
+        gpu_note: str | None = None,
+    ) -> None:
         self.params = params
         self.llm = llm
         self.load_ms = load_ms
+        # n_gpu_layers actually used (fewer than asked after an out-of-memory retry)
+        self.gpu_layers_used = params.n_gpu_layers if gpu_layers_used is None else gpu_layers_used
+        self.gpu_note = gpu_note
         self.path = Path(params.model_path)
         meta: dict[str, str] = dict(getattr(llm, "metadata", {}) or {})
         self.metadata = meta
         self.name = meta.get("general.name") or self.path.stem
         self.template: str | None = meta.get("tokenizer.chat_template")
-        self.file_size = self.path.stat().st_size if self.path.exists() else None
+        self.formatter: Any = None  # the compiled chat template, built on first use
+        try:
+            st = self.path.stat()
+            self.file_size: int | None = st.st_size
+            self.file_stat: tuple[int, int] | None = (st.st_size, st.st_mtime_ns)
+        except OSError:
+            self.file_size = self.file_stat = None
         self.quantization = _quantization(meta, self.path)
 
     @property
     def template_note(self) -> str | None:
         return None if self.template else CHATML_TEMPLATE_NOTE
 
+    @property
+    def notice(self) -> str | None:
+        """What the person should know about how this model runs (RunInfo.notice)."""
+        notes = [n for n in (self.gpu_note, self.template_note) if n]
+        return " ".join(notes) or None
+
 
 def _quantization(meta: dict[str, str], path: Path) -> str | None:
     # llama.cpp's llama_ftype names (llama.h); the file name is the fallback people rely on.
-    ftype_names = {
-        0: "F32",
-        1: "F16",
-        2: "Q4_0",
-        3: "Q4_1",
-        7: "Q8_0",
-        8: "Q5_0",
-        9: "Q5_1",
-        10: "Q2_K",
-        11: "Q3_K_S",
-        12: "Q3_K_M",
-        13: "Q3_K_L",
-        14: "Q4_K_S",
-        15: "Q4_K_M",
-        16: "Q5_K_S",
-        17: "Q5_K_M",
-        18: "Q6_K",
-        32: "BF16",
-    }
+    from desktop.local.gguf import FILE_TYPES as ftype_names
+
     raw = meta.get("general.file_type")
     if raw is not None:
         with contextlib.suppress(ValueError):
@@ -197,16 +217,40 @@ def backend_name() -> str:
     return "GPU"
 
 
+# Words llama.cpp and its GPU backends log when a buffer does not fit (CUDA: "cudaMalloc
+# failed: out of memory", ggml: "failed to allocate CUDA0 buffer of size", Vulkan:
+# "ErrorOutOfDeviceMemory", Metal: "failed to allocate buffer").
+_OOM_WORDS = (
+    "out of memory",
+    "failed to allocate",
+    "unable to allocate",
+    "outofdevicememory",
+    "insufficient memory",
+    "not enough memory",
+)
+
+
+def _looks_like_oom(exc: BaseException) -> bool:
+    text = " ".join([str(exc), *LLAMA_LOG_TAIL]).lower().replace(" ", "").replace("_", "")
+    return any(w.replace(" ", "") in text for w in _OOM_WORDS)
+
+
+Loader = Callable[..., Any]  # llama_cpp.Llama's signature: keyword arguments -> a model
+
+
 class LocalEngine:
     """Keeps at most one llama.cpp model loaded and generates from it, synchronously.
 
     ``generate`` is a blocking generator meant to run on the engine's thread; ``lock`` makes
-    sure only one call touches llama.cpp at a time.
+    sure only one call touches llama.cpp at a time. ``loader`` builds the model
+    (``llama_cpp.Llama`` unless a test injects a failing one).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, loader: Loader | None = None) -> None:
         self._model: LoadedModel | None = None
         self._unreported_load_ms: float | None = None
+        self._loader = loader
+        self._abort_cb: Any = None  # keep the ctypes callback alive while llama.cpp holds it
         self.lock = threading.Lock()
 
     @property
@@ -222,13 +266,16 @@ class LocalEngine:
     def _load(self, params: LoadParams) -> LoadedModel:
         path = Path(params.model_path)
         check_gguf_file(path)
-        try:
-            import llama_cpp
-        except ImportError as exc:
-            raise LocalModelError(
-                "llama-cpp-python is not installed, so local models cannot run. Install it with "
-                "`pip install llama-cpp-python`."
-            ) from exc
+        loader = self._loader
+        if loader is None:
+            try:
+                import llama_cpp
+            except ImportError as exc:
+                raise LocalModelError(
+                    "llama-cpp-python is not installed, so local models cannot run. Install "
+                    "it with `pip install llama-cpp-python`."
+                ) from exc
+            loader = llama_cpp.Llama
         kwargs: dict[str, Any] = dict(
             model_path=str(path),
             n_ctx=params.n_ctx,
@@ -242,20 +289,53 @@ class LocalEngine:
             kwargs["type_k"] = KV_TYPE_IDS[params.kv_type]
             kwargs["type_v"] = KV_TYPE_IDS[params.kv_type]
         started = time.perf_counter()
-        LLAMA_LOG_TAIL.clear()
-        try:
-            llm = llama_cpp.Llama(**kwargs)
-        except (ValueError, RuntimeError, OSError) as exc:
-            said = llama_complaint()
-            detail = f" llama.cpp said: “{said}”." if said else ""
-            raise LocalModelError(
-                f"llama.cpp could not load the model file {path}.{detail} The file may be "
-                "damaged, incomplete, or made for a newer llama.cpp; try downloading it again, "
-                "another file, or a smaller context size."
-            ) from exc
+        layers = params.n_gpu_layers
+        tried: list[int] = []
+        while True:
+            LLAMA_LOG_TAIL.clear()
+            LLAMA_REPORTED_MIB.clear()
+            kwargs["n_gpu_layers"] = layers
+            try:
+                llm = loader(**kwargs)
+                break
+            except (ValueError, RuntimeError, OSError, MemoryError) as exc:
+                if layers != 0 and _looks_like_oom(exc):
+                    tried.append(layers)
+                    layers = self._fewer_layers(path, layers)
+                    log.warning(
+                        "%s did not fit with %s GPU layers; retrying with %s",
+                        path.name,
+                        tried[-1],
+                        layers,
+                    )
+                    continue
+                said = llama_complaint()
+                detail = f" llama.cpp said: “{said}”." if said else ""
+                raise LocalModelError(
+                    f"llama.cpp could not load the model file {path}.{detail} The file may be "
+                    "damaged, incomplete, or made for a newer llama.cpp; try downloading it "
+                    "again, another file, or a smaller context size."
+                ) from exc
         load_ms = (time.perf_counter() - started) * 1000
-        log.info("loaded %s in %.0f ms", path.name, load_ms)
-        return LoadedModel(params, llm, load_ms)
+        note = None
+        if tried:
+            asked = "all" if tried[0] < 0 else str(tried[0])
+            where = f"{layers} layers on the GPU" if layers else "the CPU only"
+            note = (
+                f"Not enough GPU memory for {asked} layers; loaded with {where} "
+                f"(slower). Lower n_ctx or use a smaller quantization to fit more."
+            )
+        log.info("loaded %s in %.0f ms (%s GPU layers)", path.name, load_ms, layers)
+        return LoadedModel(params, llm, load_ms, gpu_layers_used=layers, gpu_note=note)
+
+    @staticmethod
+    def _fewer_layers(path: Path, layers: int) -> int:
+        """Half as many GPU layers ("all" counts as the model's layers plus its output)."""
+        if layers < 0:
+            from desktop.local.catalog import read_model_info
+
+            layers = (read_model_info(path).block_count or 0) + 1
+        return layers // 2
 
     def model_for(self, params: LoadParams) -> tuple[LoadedModel, float | None]:
         """The loaded model for ``params`` (loading it if needed) and the load time not yet
@@ -271,8 +351,9 @@ class LocalEngine:
             self._unreported_load_ms = self._model.load_ms
         return self._model
 
+    @staticmethod
     def format_prompt(
-        self, model: LoadedModel, messages: tuple[ChatMessage, ...]
+        model: LoadedModel, messages: tuple[ChatMessage, ...]
     ) -> tuple[str, tuple[str, ...], bool]:
         """Render the conversation with the model's own template (ChatML if it has none).
 
@@ -281,14 +362,18 @@ class LocalEngine:
         msgs = [{"role": m.role, "content": m.content} for m in messages]
         if not model.template:
             return chatml_prompt(msgs), ("<|im_end|>",), False
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+        formatter = model.formatter
+        if formatter is None:
+            # Compiling the Jinja template takes ~1.5 ms: once per loaded model, not per turn.
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-        llm = model.llm
-        eos = llm._model.token_get_text(llm.token_eos()) if llm.token_eos() != -1 else ""
-        bos = llm._model.token_get_text(llm.token_bos()) if llm.token_bos() != -1 else ""
-        formatter = Jinja2ChatFormatter(template=model.template, eos_token=eos, bos_token=bos)
+            llm = model.llm
+            eos = llm._model.token_get_text(llm.token_eos()) if llm.token_eos() != -1 else ""
+            bos = llm._model.token_get_text(llm.token_bos()) if llm.token_bos() != -1 else ""
+            formatter = Jinja2ChatFormatter(template=model.template, eos_token=eos, bos_token=bos)
+            model.formatter = formatter
         try:
-            result = formatter(messages=msgs)  # type: ignore[arg-type]
+            result = formatter(messages=msgs)
         except Exception as exc:  # a broken template in the file: say so, fall back to ChatML
             log.warning("chat template of %s failed (%s); using ChatML", model.path.name, exc)
             return chatml_prompt(msgs), ("<|im_end|>",), False
@@ -303,21 +388,70 @@ class LocalEngine:
         with self.lock:
             yield from self._generate(params, request, cancel)
 
+    def _ensure_file_still_there(self, params: LoadParams) -> None:
+        """A loaded model whose file was deleted or replaced still answers from memory (the
+        mapping outlives the name), but the agent points at a file that is gone: say so now,
+        free the memory, and let the next load read the new file if there is one."""
+        model = self._model
+        if model is None or model.params != params:
+            return
+        try:
+            st = model.path.stat()
+        except OSError:
+            self.unload()
+            from desktop.local.catalog import ModelFileError
+
+            raise ModelFileError(
+                model.path,
+                "the file was deleted or moved while the model was loaded; the model has "
+                "been unloaded. Choose the file again in the agent, or restore it",
+            ) from None
+        if model.file_stat is not None and (st.st_size, st.st_mtime_ns) != model.file_stat:
+            log.info("%s changed on disk; reloading", model.path.name)
+            self.unload()
+
+    def _set_abort(self, model: LoadedModel, cancel: CancelFlag | None) -> None:
+        """Let llama.cpp check ``cancel`` inside llama_decode, or stop checking (None).
+
+        ggml calls the abort callback after every graph node (hundreds per token); as a Python
+        callback that costs ~1 % of decode speed, so it is only on during prefill, where a
+        batch can take seconds. During decode the loop checks the flag between tokens.
+        """
+        import llama_cpp
+
+        if cancel is None:
+            if self._abort_cb is not None:
+                null = llama_cpp.ggml_abort_callback()  # a NULL function pointer: no callback
+                llama_cpp.llama_set_abort_callback(model.llm._ctx.ctx, null, None)
+                self._abort_cb = None
+            return
+
+        @llama_cpp.ggml_abort_callback  # type: ignore[untyped-decorator,unused-ignore]
+        def should_abort(_data: ctypes.c_void_p) -> bool:
+            return cancel.is_set()
+
+        self._abort_cb = should_abort
+        llama_cpp.llama_set_abort_callback(model.llm._ctx.ctx, should_abort, None)
+
     def _generate(
         self, params: LoadParams, request: ChatRequest, cancel: CancelFlag
     ) -> Iterator[StreamEvent]:
         import llama_cpp
 
+        self._ensure_file_still_there(params)
         model, load_ms = self.model_for(params)
         llm = model.llm
         n_ctx = int(llm.n_ctx())
+        load_params = params.as_dict()
+        load_params["n_gpu_layers"] = model.gpu_layers_used
         yield RunInfo(
             model_reported=model.name,
             backend=backend_name(),
             context_window=n_ctx,
-            load_params=params.as_dict(),
+            load_params=load_params,
             model_file_size=model.file_size,
             quantization=model.quantization,
+            notice=model.notice,
         )
         prompt, template_stops, has_bos = self.format_prompt(model, request.messages)
         tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=not has_bos, special=True)
@@ -355,8 +489,13 @@ class LocalEngine:
             repeat_penalty=1.1,
             reset=True,
         )
+        self._set_abort(model, cancel)  # prefill: llama.cpp checks the flag between nodes
+        prefilling = True
         try:
             for token in generator:
+                if prefilling:
+                    prefilling = False
+                    self._set_abort(model, None)
                 if cancel.is_set():
                     finish = "cancelled"
                     break
@@ -386,6 +525,7 @@ class LocalEngine:
             finish = "cancelled"
         finally:
             generator.close()
+            self._set_abort(model, None)
         held += decoder.decode(b"", final=True)
         if (held and finish != "stop") or (held and finish == "stop"):
             yield TextDelta(held)
@@ -405,6 +545,12 @@ class LocalEngine:
             load_ms=load_ms,
         )
         yield Finished(finish)  # type: ignore[arg-type]
+
+
+def count_prompt_tokens(model: LoadedModel, messages: tuple[ChatMessage, ...]) -> int:
+    """Prompt tokens for ``messages`` exactly as ``generate`` renders and tokenizes them."""
+    prompt, _stops, has_bos = LocalEngine.format_prompt(model, messages)
+    return len(model.llm.tokenize(prompt.encode("utf-8"), add_bos=not has_bos, special=True))
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 
 from desktop.llm.events import StreamEvent
 from desktop.llm.provider import ChatRequest
+from desktop.local.catalog import InfoCache, ModelFileError, ModelInfo
 from desktop.local.client import ModelState, WorkerClient
 from desktop.local.engine import LoadParams
 
@@ -25,9 +26,27 @@ class LocalRuntime:
         if on_state is not None:
             self._listeners.append(on_state)
         self.worker = WorkerClient(on_state=self._emit)
+        self.model_info = InfoCache()  # GGUF headers, per path + mtime: cheap to ask again
+
+    async def check_model_file(self, path: str) -> ModelInfo:
+        """Read (or recall) the file's header off the event loop; ``ModelFileError`` names the
+        file and what is wrong. A loaded model whose file is gone is unloaded."""
+        try:
+            return await asyncio.to_thread(self.model_info.get, path)
+        except ModelFileError:
+            params = self.worker.params
+            if params is not None and params.model_path == path and self.worker.alive:
+                await self.unload()
+            raise
 
     def add_listener(self, listener: Callable[[ModelState, str], None]) -> None:
+        """``listener(state, detail)`` on every change; it may be called from a worker thread
+        (an unload runs off the loop), so a Qt listener should hop via a queued signal."""
         self._listeners.append(listener)
+
+    def remove_listener(self, listener: Callable[[ModelState, str], None]) -> None:
+        with contextlib.suppress(ValueError):
+            self._listeners.remove(listener)
 
     def _emit(self, state: ModelState, detail: str) -> None:
         for listener in list(self._listeners):
@@ -57,6 +76,8 @@ class LocalProvider:
         self._params = params
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        # A bad file is told apart here, before a worker process starts for it.
+        await self._runtime.check_model_file(self._params.model_path)
         events = self._runtime.worker.stream(self._params, request)
         try:
             async for event in events:

@@ -11,12 +11,11 @@ Protocol (pickled tuples over a multiprocessing Pipe; the app side is ``desktop.
 
 Cancellation does not travel through the pipe (the worker is busy generating): the app sets a
 shared flag that the decode loop checks between tokens and llama.cpp's abort callback checks
-during prefill.
+during prefill (installed by the engine for the prefill only; see ``LocalEngine._set_abort``).
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import traceback
 from typing import Any
@@ -43,22 +42,6 @@ class SharedFlag:
         self._raw.value = 0
 
 
-def _install_abort_callback(engine: Any, flag: SharedFlag) -> Any:
-    """Let llama.cpp stop a long prefill mid-way. Returns the callback (keep it alive)."""
-    import llama_cpp
-
-    model = engine.loaded
-    if model is None:
-        return None
-
-    @llama_cpp.ggml_abort_callback
-    def should_abort(_data: ctypes.c_void_p) -> bool:
-        return flag.is_set()
-
-    llama_cpp.llama_set_abort_callback(model.llm._ctx.ctx, should_abort, None)
-    return should_abort
-
-
 def worker_main(conn: Any, raw_flag: Any) -> None:
     """Entry point of the worker process."""
     from desktop.local.engine import LocalEngine, capture_llama_logs
@@ -66,7 +49,6 @@ def worker_main(conn: Any, raw_flag: Any) -> None:
     capture_llama_logs()
     flag = SharedFlag(raw_flag)
     engine = LocalEngine()
-    callbacks: list[Any] = []
 
     def send(*message: Any) -> None:
         conn.send(message)
@@ -89,7 +71,6 @@ def worker_main(conn: Any, raw_flag: Any) -> None:
             try:
                 send("state", "loading", os.path.basename(params.model_path))
                 engine.ensure_loaded(params)
-                callbacks[:] = [_install_abort_callback(engine, flag)]
                 send("state", "ready", "")
             except UserError as exc:
                 send("error", None, exc.kind, exc.user_message, _extra(exc))
@@ -102,7 +83,6 @@ def worker_main(conn: Any, raw_flag: Any) -> None:
                 if engine.loaded is None or engine.loaded.params != params:
                     send("state", "loading", os.path.basename(params.model_path))
                     engine.ensure_loaded(params)
-                    callbacks[:] = [_install_abort_callback(engine, flag)]
                 send("state", "busy", "")
                 for event in engine.generate(params, request, flag):
                     send("event", req_id, event)

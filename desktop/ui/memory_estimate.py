@@ -1,0 +1,210 @@
+"""How much memory a local agent's model will need, shown live in the agent editor.
+
+Built on the Qt-free ``desktop.local.memory.estimate``; the GGUF header is read once per file
+(path + mtime + size, ``desktop.local.catalog.InfoCache``), off the GUI thread when a loop
+runs, so changing n_ctx or the KV type re-estimates in microseconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
+
+from desktop.local.catalog import InfoCache, ModelFileError, ModelInfo
+from desktop.local.gpu import GpuSupport, detect
+from desktop.local.memory import MemoryEstimate, estimate, format_bytes
+from desktop.local.starter import resolve_model_path
+from desktop.ui.async_door import run_blocking, start
+
+log = logging.getLogger("simi.ui.memory")
+
+_ROWS = (("Weights", "weights"), ("KV cache", "kv"), ("Compute", "compute"), ("Total", "total"))
+
+
+def _int(value: int | str | None, default: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, int):
+        return value
+    text = value.strip().split()[0] if value.strip() else ""
+    try:
+        return int(text)
+    except ValueError:
+        return default
+
+
+def _system_ram() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+class MemoryEstimateView(QWidget):
+    """Weights / KV cache / compute buffers, in RAM and on the GPU, for the fields as typed.
+
+    Signals: estimate_changed(object): the new ``MemoryEstimate``, or None when there is none
+    (no file, unreadable file; ``message`` says why).
+    """
+
+    estimate_changed = Signal(object)
+
+    def __init__(
+        self,
+        cache: InfoCache | None = None,
+        gpu: GpuSupport | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("MemoryEstimateView")
+        self._cache = cache or InfoCache()
+        self._gpu = gpu
+        self._args: tuple[str | None, int, str | None, int] | None = None
+        self._pending: asyncio.Task[object] | None = None
+        self._flash_attn = False
+        self.current: MemoryEstimate | None = None
+        self.info: ModelInfo | None = None
+        self.message = ""
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        self.title = QLabel("Memory estimate")
+        self.title.setObjectName("MemoryEstimateTitle")
+        layout.addWidget(self.title)
+        grid = QGridLayout()
+        grid.setHorizontalSpacing(12)
+        grid.setVerticalSpacing(1)
+        for col, head in enumerate(("", "RAM", "GPU")):
+            label = QLabel(f"<b>{head}</b>" if head else "")
+            label.setAlignment(Qt.AlignmentFlag.AlignRight)
+            grid.addWidget(label, 0, col)
+        self.cells: dict[tuple[str, str], QLabel] = {}
+        for row, (name, key) in enumerate(_ROWS, start=1):
+            grid.addWidget(QLabel(name), row, 0)
+            for col, where in enumerate(("ram", "gpu"), start=1):
+                cell = QLabel("–")
+                cell.setAlignment(Qt.AlignmentFlag.AlignRight)
+                cell.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+                self.cells[(key, where)] = cell
+                grid.addWidget(cell, row, col)
+        layout.addLayout(grid)
+        self.notes = QLabel("")
+        self.notes.setObjectName("MemoryEstimateNotes")
+        self.notes.setWordWrap(True)
+        layout.addWidget(self.notes)
+
+    # public ----------------------------------------------------------------------------------
+    def update_for(
+        self,
+        model_path: str | None,
+        n_ctx: int | str | None,
+        kv_type: str | None,
+        n_gpu_layers: int | str | None,
+        *,
+        flash_attn: bool = False,
+    ) -> None:
+        """Re-estimate for these field values (raw line-edit text is fine: "4096", "-1").
+        ``flash_attn`` drops the attention-score buffer from the compute estimate."""
+        self._flash_attn = flash_attn
+        resolved = resolve_model_path(model_path.strip()) if model_path else None
+        path = str(resolved) if resolved else None
+        args = (path, max(1, _int(n_ctx, 2048)), kv_type or "f16", _int(n_gpu_layers, 0))
+        self._args = args
+        if path is None:
+            self._show(None, None, "Choose a model file to see how much memory it needs.")
+            return
+        hit = self._cache.peek(path)
+        if hit is None and _loop_running():
+            self._show_reading()
+            if self._pending is None or self._pending.done():
+                self._pending = start(self._read(path), name="memory-estimate-read")
+            return
+        self._render(hit if hit is not None else self._read_now(path))
+
+    # internals -------------------------------------------------------------------------------
+    def _read_now(self, path: str) -> ModelInfo | ModelFileError:
+        try:
+            return self._cache.get(path)
+        except ModelFileError as exc:
+            return exc
+
+    async def _read(self, path: str) -> None:
+        result = await run_blocking(self._read_now, path)
+        if self._gpu is None:
+            self._gpu = await run_blocking(detect, False)
+        if self._args is not None and self._args[0] == path:
+            self._render(result)
+        elif self._args is not None:  # the path changed while reading: read that one next
+            self.update_for(*self._args)
+
+    def _render(self, result: ModelInfo | ModelFileError) -> None:
+        assert self._args is not None
+        _path, n_ctx, kv_type, layers = self._args
+        if isinstance(result, ModelFileError):
+            self._show(None, None, result.user_message)
+            return
+        if self._gpu is None:
+            self._gpu = detect(with_devices=False)
+        offload = self._gpu.gpu_offload
+        try:
+            est = estimate(
+                result, n_ctx, kv_type, layers, flash_attn=self._flash_attn, gpu_offload=offload
+            )
+        except ValueError as exc:
+            self._show(None, result, str(exc))
+            return
+        notes = []
+        if result.context_length and n_ctx > result.context_length:
+            notes.append(
+                f"n_ctx {n_ctx:,} is beyond the {result.context_length:,} tokens the model "
+                "was trained on; replies may degrade past that."
+            )
+        if layers and not offload:
+            notes.append("This llama.cpp build is CPU-only: n_gpu_layers is ignored.")
+        elif est.gpu_layers:
+            notes.append(f"{est.gpu_layers} of {est.block_count + 1} layers on the GPU.")
+        ram = _system_ram()
+        if ram and est.ram > 0.9 * ram:
+            notes.append(f"That is more than this computer's {format_bytes(ram)} of RAM.")
+        if result.template_note:
+            notes.append(f"{result.name}: {result.template_note}.")
+        self._show(est, result, " ".join(notes))
+
+    def _show_reading(self) -> None:
+        for cell in self.cells.values():
+            cell.setText("…")
+        self.notes.setText("Reading the model header…")
+
+    def _show(self, est: MemoryEstimate | None, info: ModelInfo | None, message: str) -> None:
+        self.current, self.info, self.message = est, info, message
+        values: dict[tuple[str, str], int | None] = {}
+        if est is not None:
+            values = {
+                ("weights", "ram"): est.weights_cpu,
+                ("weights", "gpu"): est.weights_gpu,
+                ("kv", "ram"): est.kv_cpu,
+                ("kv", "gpu"): est.kv_gpu,
+                ("compute", "ram"): est.compute_cpu,
+                ("compute", "gpu"): est.compute_gpu,
+                ("total", "ram"): est.ram,
+                ("total", "gpu"): est.vram,
+            }
+        for key, cell in self.cells.items():
+            value = values.get(key)
+            text = "–" if value is None or (key[1] == "gpu" and not value) else format_bytes(value)
+            cell.setText(f"<b>{text}</b>" if key[0] == "total" else text)
+        self.notes.setText(message)
+        self.estimate_changed.emit(est)
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

@@ -1,0 +1,60 @@
+"""Memory estimates against what llama.cpp itself reports when it loads the starter model."""
+
+from __future__ import annotations
+
+import pytest
+
+from desktop.local import engine as engine_mod
+from desktop.local.catalog import read_model_info
+from desktop.local.engine import LoadParams, LocalEngine, capture_llama_logs
+from desktop.local.memory import estimate
+from tests.helpers import gguf_files
+
+MIB = 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def starter_info():
+    return read_model_info(gguf_files.starter())
+
+
+@pytest.mark.parametrize(
+    ("n_ctx", "kv_type", "flash_attn"),
+    [(512, "f16", False), (2048, "q8_0", True), (1000, None, False)],
+)
+def test_kv_cache_estimate_matches_llama_cpp(starter_info, n_ctx, kv_type, flash_attn) -> None:
+    capture_llama_logs()  # llama.cpp logs "llama_kv_cache: size = X MiB" while loading
+    engine = LocalEngine()
+    try:
+        engine.ensure_loaded(
+            LoadParams(
+                str(gguf_files.starter()), n_ctx=n_ctx, kv_type=kv_type, flash_attn=flash_attn
+            )
+        )
+        reported = dict(engine_mod.LLAMA_REPORTED_MIB)
+    finally:
+        engine.unload()
+    est = estimate(starter_info, n_ctx, kv_type, 0, flash_attn=flash_attn)
+    assert est.kv_cache / MIB == pytest.approx(reported["kv_cache"], rel=0.05)
+    # the compute buffer is a documented approximation: within 10 % on this model
+    assert est.compute / MIB == pytest.approx(reported["compute"], rel=0.10)
+    # weights: the file's tensors (llama.cpp maps the file; the header is the difference)
+    assert est.weights / MIB == pytest.approx(reported["weights"], rel=0.10)
+    assert est.vram == 0 and est.ram == est.total
+
+
+def test_gpu_layers_move_weights_and_kv_to_the_gpu(starter_info) -> None:
+    cpu = estimate(starter_info, 4096, "f16", 0)
+    half = estimate(starter_info, 4096, "f16", 15)
+    full = estimate(starter_info, 4096, "f16", -1)
+    assert half.kv_gpu == half.kv_cpu == cpu.kv_cache / 2
+    assert 0 < half.weights_gpu < full.weights_gpu and full.kv_cpu == 0
+    assert full.gpu_layers == 31 and full.weights_cpu >= starter_info.embedding_bytes
+    # a CPU-only build ignores n_gpu_layers, and so does the estimate
+    assert estimate(starter_info, 4096, "f16", -1, gpu_offload=False).vram == 0
+
+
+def test_quantized_kv_is_smaller_by_block_size(starter_info) -> None:
+    f16 = estimate(starter_info, 8192, "f16").kv_cache
+    assert estimate(starter_info, 8192, "q8_0").kv_cache == pytest.approx(f16 * 34 / 64)
+    assert estimate(starter_info, 8192, "q4_0").kv_cache == pytest.approx(f16 * 18 / 64)
