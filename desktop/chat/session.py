@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, assert_never
 from urllib.parse import urlsplit
 
-from desktop.chat.providers import ProviderFactory
+from desktop.chat.providers import ProviderFactory, load_params_for
 from desktop.llm.errors import UserError
 from desktop.llm.events import (
     Finished,
@@ -28,6 +28,13 @@ from desktop.llm.events import (
     Usage,
 )
 from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
+from desktop.local.context import (
+    DEFAULT_REPLY_RESERVE,
+    FitPlan,
+    PromptCounter,
+    plan_fit,
+    without_oldest_turns,
+)
 from desktop.store.agents import Agent
 from desktop.store.conversations import ConversationStore, Message
 from desktop.store.stats import StatsStore
@@ -146,6 +153,15 @@ class StatsClock:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class ContextFit:
+    """``plan``: turns to drop to fit the current n_ctx; ``raise_n_ctx_to``: a context size
+    that holds the whole conversation plus room for the reply."""
+
+    plan: FitPlan
+    raise_n_ctx_to: int
+
+
 @dataclass
 class Turn:
     """One request/response in a conversation: the user message and the reply being written."""
@@ -159,6 +175,11 @@ class Turn:
     error: UserError | None = None
     stats: dict[str, Any] | None = None
     reasoning: str = ""
+    # Retry after "context too long": leave out this many of the oldest turns.
+    drop_oldest_turns: int = 0
+    # What the backend did on its own that the person should know (e.g. "no chat template in
+    # the model file: using ChatML", "loaded 15 of 30 layers on the GPU after running out").
+    notice: str | None = None
     # "Continue": the reply already holds ``prefix`` (cut off by max tokens); new text is
     # appended to it, in the same message.
     prefix: str = ""
@@ -198,15 +219,56 @@ class ChatService:
             raise ValueError(f"message {message_id} is not a {role} message")
         return msg
 
-    def begin_retry(self, conversation_id: int, agent: Agent, failed_message_id: int) -> Turn:
-        """Replace a failed or cancelled reply with a fresh attempt at the same user message."""
+    def begin_retry(
+        self,
+        conversation_id: int,
+        agent: Agent,
+        failed_message_id: int,
+        drop_oldest_turns: int = 0,
+    ) -> Turn:
+        """Replace a failed or cancelled reply with a fresh attempt at the same user message.
+
+        ``drop_oldest_turns``: send the conversation without that many of its oldest turns
+        (they stay in the conversation; only this request leaves them out)."""
         failed = self._message_in(conversation_id, failed_message_id, "assistant")
         user_id = failed.parent_id
         if user_id is None:
             raise ValueError("no user message to retry")
         self.conversations.delete_message(failed_message_id)
         reply = self._new_reply(conversation_id, agent, user_id)
-        return Turn(conversation_id, agent, user_id, reply.id, kind="retry")
+        return Turn(
+            conversation_id,
+            agent,
+            user_id,
+            reply.id,
+            kind="retry",
+            drop_oldest_turns=drop_oldest_turns,
+        )
+
+    def plan_context_fit(
+        self,
+        conversation_id: int,
+        agent: Agent,
+        failed_message_id: int,
+        count_tokens: Callable[[list[ChatMessage]], int] | None = None,
+    ) -> ContextFit:
+        """For a local reply that failed with "context too long": how many oldest turns to
+        leave out, or which context size would hold everything. Blocking (tokenizes)."""
+        failed = self._message_in(conversation_id, failed_message_id, "assistant")
+        probe = Turn(conversation_id, agent, failed.parent_id or 0, failed_message_id)
+        messages = self.request_for(probe).messages
+        n_ctx = agent.n_ctx or 2048
+        reserve = min(agent.max_tokens or DEFAULT_REPLY_RESERVE, 1024)
+        counter = count_tokens or PromptCounter(load_params_for(agent).model_path)
+        try:
+            plan = plan_fit(messages, n_ctx, counter, reply_reserve=reserve)
+        finally:
+            close = getattr(counter, "close", None)
+            if callable(close):
+                close()
+        needed = plan.tokens_before + reserve
+        raise_to = -(-needed // 1024) * 1024  # whole KiB-tokens, like the usual presets
+        return ContextFit(plan=plan, raise_n_ctx_to=raise_to)
 
     def begin_regenerate(self, conversation_id: int, agent: Agent, reply_id: int) -> Turn:
         """A new version of a reply; the earlier ones stay (switch with ‹ 1/2 ›)."""
@@ -270,6 +332,8 @@ class ChatService:
             if m.role == "assistant" and (m.status == "error" or not m.content):
                 continue
             history.append(ChatMessage(m.role, m.content))  # type: ignore[arg-type]
+        if turn.drop_oldest_turns:
+            history = without_oldest_turns(history, turn.drop_oldest_turns)
         if turn.prefix:
             history.append(ChatMessage("assistant", turn.prefix))
             history.append(ChatMessage("user", CONTINUE_PROMPT))
@@ -311,6 +375,8 @@ class ChatService:
             async with contextlib.aclosing(provider.stream(request)) as events:  # type: ignore[type-var,unused-ignore]
                 async for event in events:
                     clock.on_event(event)
+                    if isinstance(event, RunInfo) and event.notice:
+                        turn.notice = event.notice
                     if isinstance(event, TextDelta | ReasoningDelta):
                         (parts if isinstance(event, TextDelta) else thoughts).append(event.text)
                         now = self._clock()

@@ -1049,3 +1049,24 @@ def _show_number(value: float | None) -> str:
 
 def _show(value: object) -> str:
     return "" if value is None else str(value)
+
+
+def attach_memory_estimate(dialog: AgentEditorDialog, view: QWidget) -> None:
+    """Embed a ``MemoryEstimateView`` and keep it live as the local load fields change."""
+
+    def update() -> None:
+        view.update_for(  # type: ignore[attr-defined]
+            dialog.model_path.text(),
+            dialog.n_ctx.text(),
+            dialog.kv_type.currentData(),
+            dialog.n_gpu_layers.text(),
+            flash_attn=dialog.flash_attn.isChecked(),
+        )
+
+    dialog.set_memory_view(view)
+    dialog.model_path.textChanged.connect(update)
+    dialog.n_ctx.textChanged.connect(update)
+    dialog.n_gpu_layers.textChanged.connect(update)
+    dialog.kv_type.currentIndexChanged.connect(update)
+    dialog.flash_attn.toggled.connect(update)
+    update()

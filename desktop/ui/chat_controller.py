@@ -79,8 +79,16 @@ class ChatController(QObject):
         self._start(turn)
         return turn
 
-    def retry(self, conversation_id: int, agent: Agent, failed_message_id: int) -> Turn:
-        turn = self._chat.begin_retry(conversation_id, agent, failed_message_id)
+    def retry(
+        self,
+        conversation_id: int,
+        agent: Agent,
+        failed_message_id: int,
+        drop_oldest_turns: int = 0,
+    ) -> Turn:
+        turn = self._chat.begin_retry(
+            conversation_id, agent, failed_message_id, drop_oldest_turns=drop_oldest_turns
+        )
         self._start(turn)
         return turn
 
@@ -195,6 +203,7 @@ class ChatController(QObject):
         if turn.status == "error":
             message = turn.error.user_message if turn.error else "failed"
             return f"{turn.agent.name} · failed: {message}"
+        notice = f" · {turn.notice}" if turn.notice else ""
         if turn.status == "cancelled":
-            return f"{turn.agent.name} · stopped" + (f" · {stats}" if stats else "")
-        return stats or f"{turn.agent.name} · done"
+            return f"{turn.agent.name} · stopped" + (f" · {stats}" if stats else "") + notice
+        return (stats or f"{turn.agent.name} · done") + notice

@@ -7,6 +7,7 @@ the sidebar's page bar, and ``show_page(name)`` switches to it.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
@@ -43,7 +44,8 @@ from desktop.chat.services import Services
 from desktop.chat.session import Turn
 from desktop.store.agents import Agent
 from desktop.store.conversations import Message, Versions
-from desktop.ui.agent_editor import AgentEditorDialog
+from desktop.ui.agent_editor import AgentEditorDialog, attach_memory_estimate
+from desktop.ui.async_door import run_blocking, start
 from desktop.ui.chat_controller import ChatController
 from desktop.ui.conversation_list import (
     MESSAGE_ROLE,
@@ -51,7 +53,9 @@ from desktop.ui.conversation_list import (
     ConversationList,
     SearchResults,
 )
+from desktop.ui.memory_estimate import MemoryEstimateView
 from desktop.ui.message_view import Transcript
+from desktop.ui.models_page import ModelsPage
 from desktop.ui.resources import agent_badge, app_icon
 from desktop.ui.resources import icon as resource_icon
 from desktop.ui.settings_dialog import SettingsDialog, footer_mode
@@ -122,6 +126,8 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(1, 1)
         self.setCentralWidget(self.splitter)
         self.add_page("chat", self._build_chat_pane(), "Chat")
+        self.models_page = ModelsPage(services)
+        self.add_page("models", self.models_page, "Models")
 
         self.status_label = QLabel()
         self.status_label.setObjectName("StatusLine")
@@ -184,6 +190,9 @@ class MainWindow(QMainWindow):
         widget = self._pages[name]
         self.pages.setCurrentWidget(widget)
         self._page_buttons[name].setChecked(True)
+        refresh = getattr(widget, "refresh", None)
+        if callable(refresh):
+            refresh()
 
     @property
     def current_page(self) -> str:
@@ -526,7 +535,9 @@ class MainWindow(QMainWindow):
         menu.popup(self.agent_list.viewport().mapToGlobal(pos))
 
     def _editor(self, agent: Agent | None) -> AgentEditorDialog:
-        return AgentEditorDialog(self.services.agents, self.services.secrets, agent, self)
+        dialog = AgentEditorDialog(self.services.agents, self.services.secrets, agent, self)
+        attach_memory_estimate(dialog, MemoryEstimateView(cache=self.services.local.model_info))
+        return dialog
 
     def new_agent(self) -> None:
         dialog = self._editor(None)
@@ -946,6 +957,48 @@ class MainWindow(QMainWindow):
         self.transcript.remove_message(message_id)
         self._show_new_turn(turn, with_user_message=False)
 
+    def fit_context(self, message_id: int, *, raise_n_ctx: bool) -> asyncio.Task[None] | None:
+        """A reply failed with "context too long": drop the oldest turns (this request only)
+        or raise the agent's n_ctx, then retry. Tokenizing runs off the GUI thread."""
+        agent = self._agent_for(message_id)
+        if self.controller.busy or self._conversation_id is None or agent is None:
+            return None
+        if not agent.is_local:
+            self.status_label.setText("Only local agents can be refitted; start a new chat.")
+            return None
+        conversation_id = self._conversation_id
+        self.status_label.setText("Counting tokens…")
+
+        async def go() -> None:
+            fit = await run_blocking(
+                self.services.chat.plan_context_fit, conversation_id, agent, message_id
+            )
+            chosen = agent
+            drop = 0
+            if raise_n_ctx:
+                chosen = await run_blocking(
+                    self.services.agents.update, agent.with_changes(n_ctx=fit.raise_n_ctx_to)
+                )
+                self.reload_agents(select_id=chosen.id)
+                note = f"Raised {chosen.name}'s context to {fit.raise_n_ctx_to:,} tokens."
+            elif not fit.plan.fits:
+                self.status_label.setText(
+                    "Even the newest message alone does not fit in "
+                    f"{fit.plan.n_ctx:,} tokens; use Raise context instead."
+                )
+                return
+            else:
+                drop = fit.plan.drop_turns
+                note = f"Leaving out the {drop} oldest turn(s) for this reply."
+            turn = self.controller.retry(
+                conversation_id, chosen, message_id, drop_oldest_turns=drop
+            )
+            self.transcript.remove_message(message_id)
+            self._show_new_turn(turn, with_user_message=False)
+            self.status_label.setText(note)
+
+        return start(go(), name="fit-context")
+
     def regenerate(self, message_id: int) -> None:
         """A new version of a reply by the selected agent; earlier versions stay (‹ 1/2 ›)."""
         if self.controller.busy or self._conversation_id is None or self._agent is None:
@@ -1051,6 +1104,8 @@ class MainWindow(QMainWindow):
             self.delete_message(message_id)
         elif action == "continue":
             self.continue_reply(message_id)
+        elif action in ("fit_drop", "fit_raise"):
+            self.fit_context(message_id, raise_n_ctx=action == "fit_raise")
 
     def open_settings(self) -> None:
         dialog = SettingsDialog(self.services.prefs, self)

@@ -43,7 +43,7 @@ MAX_LOADED = 120  # bubbles alive at most; the far end of the window is shed bey
 FOOTER_MODES = ("always", "hover", "never")
 
 # What a bubble asks the window to do: (action, message id).
-ACTIONS = ("copy", "regenerate", "edit", "delete", "continue", "retry")
+ACTIONS = ("copy", "regenerate", "edit", "delete", "continue", "retry", "fit_drop", "fit_raise")
 
 Fetch = Callable[[list[Message]], tuple[dict[int, dict[str, Any]], dict[int, Versions]]]
 
@@ -290,6 +290,25 @@ class MessageBubble(QFrame):
         self.retry_button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.retry_button.clicked.connect(self._retry)
         error_layout.addWidget(self.retry_button, 0, Qt.AlignmentFlag.AlignTop)
+        # "Context too long" offers two ways out (local agents): leave out the oldest turns,
+        # or raise the agent's context size; both then retry.
+        self.fit_buttons: dict[str, QPushButton] = {}
+        for key, text, tip in (
+            (
+                "fit_drop",
+                "Drop oldest turns",
+                "Send again without the oldest turns (they stay in the conversation)",
+            ),
+            ("fit_raise", "Raise context", "Raise the agent's context size (n_ctx) and send again"),
+        ):
+            button = QPushButton(text)
+            button.setObjectName("RetryButton")
+            button.setToolTip(tip)
+            button.setCursor(Qt.CursorShape.PointingHandCursor)
+            button.clicked.connect(self._fit_slot(key))
+            button.hide()
+            error_layout.addWidget(button, 0, Qt.AlignmentFlag.AlignTop)
+            self.fit_buttons[key] = button
         self.error_box.hide()
         layout.addWidget(self.error_box)
 
@@ -331,6 +350,9 @@ class MessageBubble(QFrame):
             QGuiApplication.clipboard().setText(self.message.content)
         self.action_requested.emit(key, self.message_id)
 
+    def _fit_slot(self, key: str) -> Callable[[], None]:
+        return lambda: self.action_requested.emit(key, self.message_id)
+
     def _retry(self) -> None:
         self.retry_requested.emit(self.message_id)
         self.action_requested.emit("retry", self.message_id)
@@ -340,6 +362,8 @@ class MessageBubble(QFrame):
         for key in ("edit", "regenerate", "continue", "delete"):
             self.action_buttons[key].setEnabled(not busy)
         self.retry_button.setEnabled(not busy)
+        for button in self.fit_buttons.values():
+            button.setEnabled(not busy)
         if busy:
             self.prev_button.setEnabled(False)
             self.next_button.setEnabled(False)
@@ -578,6 +602,9 @@ class MessageBubble(QFrame):
         self.error_box.setVisible(failed)
         if failed:
             self.error_text.setText(message.error_text or "The reply failed.")
+        too_long = failed and message.error_kind == "context_too_long"
+        for button in self.fit_buttons.values():
+            button.setVisible(too_long)
         state = "error" if failed else message.status
         if self.property("state") != state:
             self.setProperty("state", state)

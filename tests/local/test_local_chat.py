@@ -46,6 +46,7 @@ def test_model_without_chat_template_uses_chatml_and_says_so(services, tmp_path:
     assert result.status == "complete" and result.text.strip()
     [info] = [e for e in events if isinstance(e, RunInfo)]
     assert info.notice == CHATML_TEMPLATE_NOTE
+    assert result.notice == CHATML_TEMPLATE_NOTE  # the turn carries it to the window
     # the starter has a template: no notice
     starter = services.agents.by_name(STARTER_AGENT_NAME).with_changes(max_tokens=2)
     events.clear()

@@ -1,0 +1,67 @@
+"""The local-engine widgets as a person meets them inside the window."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from desktop.local.starter import starter_model_path
+
+
+def test_models_page_is_in_the_window_and_lists_the_starter(window: Any, qtbot: Any) -> None:
+    starter = str(starter_model_path())
+    window.show_page("models")  # showing the page refreshes it
+    assert window.current_page == "models"
+    page = window.models_page
+    qtbot.waitUntil(lambda: page.row_of(starter) >= 0, timeout=20_000)
+    row = page.row_of(starter)
+    assert page.row_error(row) == ""
+    assert "Q4_1" in " ".join(
+        page.cell_text(row, c) for c in ("Quant", "Quantization") if c in _columns(page)
+    )
+    window.show_page("chat")
+    assert window.current_page == "chat"
+
+
+def _columns(page: Any) -> list[str]:
+    return [page.table.horizontalHeaderItem(i).text() for i in range(page.table.columnCount())]
+
+
+def test_agent_editor_shows_a_live_memory_estimate(window: Any, qtbot: Any) -> None:
+    dialog = window._editor(window._agent)
+    view = dialog.memory_slot.itemAt(0).widget()
+    qtbot.waitUntil(lambda: view.current is not None, timeout=20_000)
+    small = view.current.kv_cache
+    dialog.n_ctx.setText("8192")
+    qtbot.waitUntil(lambda: view.current is not None and view.current.kv_cache != small)
+    assert view.current.kv_cache > 3 * small  # 2048 -> 8192 tokens: four times the KV cache
+    dialog.deleteLater()
+
+
+def test_context_too_long_offers_to_drop_oldest_turns_and_then_answers(
+    services: Any, make_window: Any, qtbot: Any
+) -> None:
+    from PySide6.QtCore import Qt
+
+    agent = services.agents.by_name("SmolLM2 (local)")
+    services.agents.update(agent.with_changes(n_ctx=512, max_tokens=12, seed=1))
+    window = make_window(services)
+    long = " ".join(f"fact{i}" for i in range(120))
+    window.composer.setPlainText(f"Remember: {long}")
+    qtbot.keyClick(window.composer, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=60_000)
+    window.composer.setPlainText(f"And also: {long}")
+    qtbot.keyClick(window.composer, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=60_000)
+
+    failed = services.conversations.messages(window.conversation_id)[-1]
+    assert failed.status == "error" and failed.error_kind == "context_too_long"
+    bubble = window.transcript.bubble(failed.id)
+    drop = bubble.fit_buttons["fit_drop"]
+    assert not drop.isHidden() and not bubble.fit_buttons["fit_raise"].isHidden()
+
+    qtbot.mouseClick(drop, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.transcript.bubble(failed.id) is None, timeout=30_000)
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=60_000)
+    reply = services.conversations.messages(window.conversation_id)[-1]
+    assert reply.role == "assistant" and reply.status == "complete"
+    assert "oldest turn" in window.status_label.text() or reply.content
