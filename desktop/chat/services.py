@@ -24,6 +24,18 @@ from desktop.store.stats import StatsStore
 log = logging.getLogger("simi")
 
 
+PREF_IDLE_UNLOAD_MIN = "local.idle_unload_minutes"
+
+
+def idle_unload_seconds(prefs: Preferences) -> float | None:
+    """The "unload an idle local model after N minutes" setting (None: keep it loaded)."""
+    try:
+        minutes = float(prefs.get(PREF_IDLE_UNLOAD_MIN, 0) or 0)
+    except (TypeError, ValueError):
+        return None
+    return minutes * 60 if minutes > 0 else None
+
+
 def setup_logging(paths: AppPaths, level: int = logging.INFO) -> None:
     """Log to ``<logs>/simi.log`` (rotating), with every known secret blanked out."""
     root = logging.getLogger("simi")
@@ -62,7 +74,8 @@ class Services:
         agents = AgentService(AgentStore(db), secrets)
         conversations = ConversationStore(db)
         stats = StatsStore(db)
-        local = LocalRuntime()
+        prefs = Preferences(paths.settings_path)
+        local = LocalRuntime(idle_unload_s=idle_unload_seconds(prefs))
         chat = ChatService(conversations, stats, ProviderFactory(agents, local))
         stale = conversations.mark_stale_streaming()
         if stale:
@@ -73,7 +86,7 @@ class Services:
         return cls(
             paths,
             db,
-            Preferences(paths.settings_path),
+            prefs,
             secrets,
             agents,
             conversations,

@@ -21,12 +21,48 @@ class LocalRuntime:
     ready / busy / error) for the UI.
     """
 
-    def __init__(self, on_state: Callable[[ModelState, str], None] | None = None) -> None:
+    def __init__(
+        self,
+        on_state: Callable[[ModelState, str], None] | None = None,
+        idle_unload_s: float | None = None,
+    ) -> None:
         self._listeners: list[Callable[[ModelState, str], None]] = []
         if on_state is not None:
             self._listeners.append(on_state)
         self.worker = WorkerClient(on_state=self._emit)
         self.model_info = InfoCache()  # GGUF headers, per path + mtime: cheap to ask again
+        # Free the model's memory after this long without a request (None/0: keep it loaded).
+        self.idle_unload_s = idle_unload_s
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._unload_task: asyncio.Task[None] | None = None
+
+    def set_idle_unload(self, seconds: float | None) -> None:
+        self.idle_unload_s = seconds if seconds and seconds > 0 else None
+        self._cancel_idle_timer()
+
+    def _cancel_idle_timer(self) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+
+    def _request_started(self) -> None:
+        self._cancel_idle_timer()
+
+    def _request_finished(self) -> None:
+        """Arm the idle timer on the running loop; it unloads only if nothing ran since."""
+        self._cancel_idle_timer()
+        if not self.idle_unload_s:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._idle_timer = loop.call_later(self.idle_unload_s, self._unload_if_idle)
+
+    def _unload_if_idle(self) -> None:
+        self._idle_timer = None
+        if self.worker.alive and self.worker.state in ("ready", "error"):
+            self._unload_task = asyncio.ensure_future(self.unload())
 
     async def check_model_file(self, path: str) -> ModelInfo:
         """Read (or recall) the file's header off the event loop; ``ModelFileError`` names the
@@ -77,13 +113,17 @@ class LocalProvider:
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         # A bad file is told apart here, before a worker process starts for it.
-        await self._runtime.check_model_file(self._params.model_path)
-        events = self._runtime.worker.stream(self._params, request)
+        self._runtime._request_started()
         try:
-            async for event in events:
-                yield event
+            await self._runtime.check_model_file(self._params.model_path)
+            events = self._runtime.worker.stream(self._params, request)
+            try:
+                async for event in events:
+                    yield event
+            finally:
+                await events.aclose()  # type: ignore[attr-defined]
         finally:
-            await events.aclose()  # type: ignore[attr-defined]
+            self._runtime._request_finished()
 
     async def list_models(self) -> list[str]:
         return [self._params.model_path]

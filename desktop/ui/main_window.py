@@ -40,7 +40,7 @@ from PySide6.QtWidgets import (
 
 from desktop.chat.agents import KIND_LABELS
 from desktop.chat.export import ExportError, dumps, from_json, to_json, to_markdown
-from desktop.chat.services import Services
+from desktop.chat.services import Services, idle_unload_seconds
 from desktop.chat.session import Turn
 from desktop.store.agents import Agent
 from desktop.store.conversations import Message, Versions
@@ -1111,6 +1111,7 @@ class MainWindow(QMainWindow):
         dialog = SettingsDialog(self.services.prefs, self)
         if dialog.exec():
             self.transcript.set_footer_mode(footer_mode(self.services.prefs))
+            self.services.local.set_idle_unload(idle_unload_seconds(self.services.prefs))
         dialog.deleteLater()
 
     def show_shortcuts(self) -> ShortcutsSheet:

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.chat.services import PREF_IDLE_UNLOAD_MIN, idle_unload_seconds
 from desktop.settings.prefs import Preferences
 
 PREF_FOOTER = "ui.stats_footer"
@@ -19,6 +20,14 @@ FOOTER_CHOICES = (
     ("always", "Always"),
     ("hover", "When the pointer is on the message"),
     ("never", "Never"),
+)
+
+
+IDLE_CHOICES = (
+    (0, "Never"),
+    (5, "After 5 minutes idle"),
+    (15, "After 15 minutes idle"),
+    (60, "After 1 hour idle"),
 )
 
 
@@ -39,6 +48,15 @@ class SettingsDialog(QDialog):
             self.footer.addItem(text, key)
         self.footer.setCurrentIndex([k for k, _ in FOOTER_CHOICES].index(footer_mode(prefs)))
         form.addRow("Message statistics", self.footer)
+        self.idle_unload = QComboBox()
+        current = (idle_unload_seconds(prefs) or 0) / 60
+        for minutes, text in IDLE_CHOICES:
+            self.idle_unload.addItem(text, minutes)
+        if current and current not in [m for m, _ in IDLE_CHOICES]:
+            self.idle_unload.addItem(f"After {current:g} minutes idle", current)
+        self.idle_unload.setCurrentIndex(max(0, self.idle_unload.findData(current or 0)))
+        self.idle_unload.setToolTip("Free a local model's memory when it has not been used")
+        form.addRow("Unload local models", self.idle_unload)
         layout.addLayout(form)
         note = QLabel("Hover a message's statistics line to see its whole record.")
         note.setObjectName("DialogNote")
@@ -52,4 +70,5 @@ class SettingsDialog(QDialog):
 
     def save(self) -> None:
         self._prefs.set(PREF_FOOTER, self.footer.currentData())
+        self._prefs.set(PREF_IDLE_UNLOAD_MIN, self.idle_unload.currentData())
         self.accept()
