@@ -26,6 +26,9 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     _SESSION = secret_service.start()
     os.environ.update(_SESSION.env)
+    # Name the backend: keyring's own pick can be a ChainerBackend when the service is slow to
+    # answer its probe on a loaded machine (seen in CI); the tests are about Secret Service.
+    os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.SecretService.Keyring"
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
