@@ -87,7 +87,8 @@ async def simi_run(
     assert first is not None and last is not None and usage is not None
     return {
         "ttft_ms": (first - start) * 1000,
-        "decode_tok_s": (count - 1) / (last - first),
+        # The worker batches text after the first token, so count tokens, not events.
+        "decode_tok_s": ((usage.output_tokens or count) - 1) / (last - first),
         "tokens": usage.output_tokens or count,
         "engine_decode_tok_s": ((usage.output_tokens or count) - 1) / (timing.decode_ms / 1000)
         if timing and timing.decode_ms

@@ -84,8 +84,7 @@ def worker_main(conn: Any, raw_flag: Any) -> None:
                     send("state", "loading", os.path.basename(params.model_path))
                     engine.ensure_loaded(params)
                 send("state", "busy", "")
-                for event in engine.generate(params, request, flag):
-                    send("event", req_id, event)
+                _stream(engine.generate(params, request, flag), req_id, send)
                 send("done", req_id)
             except UserError as exc:
                 send("error", req_id, exc.kind, exc.user_message, _extra(exc))
@@ -96,6 +95,42 @@ def worker_main(conn: Any, raw_flag: Any) -> None:
                 flag.clear()
                 send("state", "ready" if engine.loaded is not None else "unloaded", "")
     engine.unload()
+
+
+# Text after the first token is sent in batches at most this often: the window paints at
+# ~30 Hz anyway, and one pipe message + wake-up per token costs the app process CPU that
+# llama.cpp's own threads then lack on a small machine (bench/local_decode.py).
+TEXT_BATCH_S = 0.025
+
+
+def _stream(events: Any, req_id: int, send: Any) -> None:
+    """Forward events; the first text delta at once (TTFT), later ones coalesced."""
+    import time
+
+    from desktop.llm.events import TextDelta
+
+    pending: list[str] = []
+    first_sent = False
+    last_flush = 0.0
+    for event in events:
+        if isinstance(event, TextDelta):
+            now = time.perf_counter()
+            if not first_sent:
+                send("event", req_id, event)
+                first_sent, last_flush = True, now
+                continue
+            pending.append(event.text)
+            if now - last_flush >= TEXT_BATCH_S:
+                send("event", req_id, TextDelta("".join(pending)))
+                pending.clear()
+                last_flush = now
+            continue
+        if pending:
+            send("event", req_id, TextDelta("".join(pending)))
+            pending.clear()
+        send("event", req_id, event)
+    if pending:
+        send("event", req_id, TextDelta("".join(pending)))
 
 
 def _extra(exc: UserError) -> dict[str, Any]:
