@@ -28,6 +28,7 @@ def load_params_for(agent: Agent) -> LoadParams:
         flash_attn=agent.flash_attn,
         kv_type=agent.kv_type,
         n_batch=agent.n_batch or 512,
+        main_gpu=agent.main_gpu or 0,
     )
 
 

@@ -120,6 +120,7 @@ class LoadParams:
     flash_attn: bool = False
     kv_type: str | None = None
     n_batch: int = 512
+    main_gpu: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -282,6 +283,7 @@ class LocalEngine:
             n_gpu_layers=params.n_gpu_layers,
             n_threads=params.n_threads or default_threads(),
             n_batch=params.n_batch,
+            main_gpu=params.main_gpu,
             flash_attn=params.flash_attn,
             verbose=False,
         )

@@ -307,6 +307,10 @@ class AgentEditorDialog(QDialog):
         self._add(self.local_group, "n_gpu_layers", "GPU layers", self.n_gpu_layers)
         self.n_threads = self._line("automatic")
         self._add(self.local_group, "n_threads", "Threads", self.n_threads)
+        self.n_batch = self._line("512")
+        self._add(self.local_group, "n_batch", "Batch size", self.n_batch)
+        self.main_gpu = self._line("0  (first GPU)")
+        self._add(self.local_group, "main_gpu", "Main GPU", self.main_gpu)
         self.flash_attn = QCheckBox("Flash attention")
         self._add(self.local_group, "flash_attn", "", self.flash_attn)
         self.kv_type = QComboBox()
@@ -463,6 +467,8 @@ class AgentEditorDialog(QDialog):
         self.n_ctx.setText(_show(agent.n_ctx))
         self.n_gpu_layers.setText(_show(agent.n_gpu_layers))
         self.n_threads.setText(_show(agent.n_threads))
+        self.n_batch.setText(_show(agent.n_batch))
+        self.main_gpu.setText(_show(agent.main_gpu))
         self.flash_attn.setChecked(agent.flash_attn)
         self.kv_type.setCurrentIndex(max(0, self.kv_type.findData(agent.kv_type or "f16")))
         self._update_visibility()
@@ -854,12 +860,14 @@ class AgentEditorDialog(QDialog):
         top_p = number("top_p", self.top_p, False, "Top-p")
         max_tokens = number("max_tokens", self.max_tokens, True, "Max tokens")
         seed = number("seed", self.seed, True, "Seed")
-        n_ctx = n_gpu_layers = n_threads = None
+        n_ctx = n_gpu_layers = n_threads = n_batch = main_gpu = None
         stall_timeout_s = None
         if local:
             n_ctx = number("n_ctx", self.n_ctx, True, "Context size")
             n_gpu_layers = number("n_gpu_layers", self.n_gpu_layers, True, "GPU layers")
             n_threads = number("n_threads", self.n_threads, True, "Threads")
+            n_batch = number("n_batch", self.n_batch, True, "Batch size")
+            main_gpu = number("main_gpu", self.main_gpu, True, "Main GPU")
         else:
             stall_timeout_s = number(
                 "stall_timeout_s", self.stall_timeout, False, "The stall timeout (seconds)"
@@ -892,6 +900,8 @@ class AgentEditorDialog(QDialog):
             n_ctx=n_ctx,
             n_gpu_layers=n_gpu_layers,
             n_threads=n_threads,
+            n_batch=n_batch,
+            main_gpu=main_gpu,
             flash_attn=self.flash_attn.isChecked() if local else False,
             kv_type=str(self.kv_type.currentData()) if local else None,
         )

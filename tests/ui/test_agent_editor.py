@@ -98,6 +98,8 @@ def test_a_valid_local_agent_saves_with_its_load_parameters(
     editor.stop.setPlainText("###\nUser:")
     editor.flash_attn.setChecked(True)
     editor.kv_type.setCurrentIndex(editor.kv_type.findData("q8_0"))
+    editor.n_batch.setText("256")
+    editor.main_gpu.setText("1")
     _save(qtbot, editor)
     assert editor.result() == QDialog.DialogCode.Accepted
     agent = services.agents.by_name("Tiny local")
@@ -106,6 +108,7 @@ def test_a_valid_local_agent_saves_with_its_load_parameters(
     assert (agent.n_ctx, agent.n_gpu_layers, agent.seed) == (4096, -1, None)
     assert agent.stop == ("###", "User:")
     assert agent.flash_attn and agent.kv_type == "q8_0"
+    assert (agent.n_batch, agent.main_gpu) == (256, 1)
     assert editor.saved_agent == agent
 
 
