@@ -24,6 +24,7 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +79,7 @@ def serve(port_queue: Any, rate: float, tokens: int) -> None:
     asyncio.run(main())
 
 
-async def one_stream(base: str) -> dict[str, float]:
+async def one_stream(base: str, on_text: Callable[[str], None] | None = None) -> dict[str, float]:
     provider = OpenAICompatProvider(base, None, label="bench")
     request = ChatRequest("bench", (ChatMessage("user", "go"),), Sampling(max_tokens=100_000))
     times: list[float] = []
@@ -87,13 +88,17 @@ async def one_stream(base: str) -> dict[str, float]:
             async for event in events:
                 if isinstance(event, TextDelta):
                     times.append(time.perf_counter())
+                    if on_text is not None:
+                        on_text(event.text)
     finally:
         await provider.aclose()
     span = times[-1] - times[0]
     return {"tokens": len(times), "tok_s": (len(times) - 1) / span if span > 0 else 0.0}
 
 
-async def measure(base: str, streams: int) -> dict[str, Any]:
+async def measure(
+    base: str, streams: int, sinks: list[Callable[[str], None]] | None = None
+) -> dict[str, Any]:
     lags: list[float] = []
     running = True
 
@@ -108,7 +113,9 @@ async def measure(base: str, streams: int) -> dict[str, Any]:
         await asyncio.sleep(1.0)
         results: list[dict[str, float]] = []
     else:
-        results = await asyncio.gather(*(one_stream(base) for _ in range(streams)))
+        results = await asyncio.gather(
+            *(one_stream(base, sinks[i] if sinks else None) for i in range(streams))
+        )
     running = False
     await tick
     rates = [r["tok_s"] for r in results]
@@ -122,6 +129,68 @@ async def measure(base: str, streams: int) -> dict[str, Any]:
         "loop_lag_max_ms": round(max(lags), 3),
         "ticks": len(lags),
     }
+
+
+async def settle() -> None:
+    """Let finalisers of half-read HTTP streams run while the loop still runs (they need it)."""
+    import gc
+
+    gc.collect()
+    await asyncio.sleep(0.05)
+
+
+def measure_with_window(base: str, streams: int) -> dict[str, Any]:
+    """The same runs on the app's kind of loop (qasync on Qt) while a window paints every
+    stream's text, coalesced at ~30 Hz as the conversation view does."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    os.environ["QT_API"] = "pyside6"
+    from PySide6.QtCore import QTimer
+    from PySide6.QtGui import QTextCursor
+    from PySide6.QtWidgets import QApplication, QGridLayout, QPlainTextEdit, QWidget
+
+    app = QApplication.instance() or QApplication([])
+    window = QWidget()
+    grid = QGridLayout(window)
+    edits = [QPlainTextEdit() for _ in range(max(streams, 1))]
+    for i, edit in enumerate(edits):
+        grid.addWidget(edit, i // 4, i % 4)
+    window.resize(1200, 800)
+    window.show()
+    pending: list[list[str]] = [[] for _ in edits]
+    painted = [0]
+
+    def flush() -> None:
+        for edit, parts in zip(edits, pending, strict=True):
+            if parts:
+                edit.moveCursor(QTextCursor.MoveOperation.End)
+                edit.insertPlainText("".join(parts))
+                parts.clear()
+        window.repaint()  # paint now, as a visible window would on this frame
+        painted[0] += 1
+
+    timer = QTimer()
+    timer.setInterval(33)
+    timer.timeout.connect(flush)
+    timer.start()
+    from desktop.ui.loop import drain, new_loop
+
+    loop = new_loop(app)  # qasync + the async-generator hooks, as in the app
+    sinks = [parts.append for parts in pending]
+
+    async def run_all() -> dict[str, Any]:
+        single = await measure(base, 1, sinks)
+        many = await measure(base, streams, sinks)
+        return {"single": single, "concurrent": many}
+
+    try:
+        result = loop.run_until_complete(run_all())
+        loop.run_until_complete(settle())
+    finally:
+        timer.stop()
+        window.close()
+        drain(loop, app)
+    result["frames_painted"] = painted[0]
+    return result
 
 
 def _percentile(values: list[float], pct: float) -> float:
@@ -151,12 +220,16 @@ def main() -> None:
             return {"idle": idle, "single": single, "concurrent": many}
 
         runs = asyncio.run(run_all())
+        window_runs = measure_with_window(base, args.streams)
     finally:
         server.terminate()
         server.join(timeout=10)
     single, many = runs["single"], runs["concurrent"]
     ratio = many["tok_s_per_stream_min"] / single["tok_s_per_stream_mean"]
-    lag_p99 = max(single["loop_lag_p99_ms"], many["loop_lag_p99_ms"])
+    w_single, w_many = window_runs["single"], window_runs["concurrent"]
+    w_ratio = w_many["tok_s_per_stream_min"] / w_single["tok_s_per_stream_mean"]
+    # The targets are judged on the window run: that is what a person sees.
+    lag_p99 = max(w_single["loop_lag_p99_ms"], w_many["loop_lag_p99_ms"])
     result = {
         "bench": "remote_streams",
         "server_rate_tok_s": args.rate,
@@ -165,11 +238,17 @@ def main() -> None:
         "reference_single_stream": single,
         "concurrent": many,
         "idle_loop_reference": {k: runs["idle"][k] for k in ("loop_lag_p50_ms", "loop_lag_p99_ms")},
-        "throughput_ratio_min_stream_vs_single": round(ratio, 4),
+        "asyncio_only_throughput_ratio": round(ratio, 4),
+        "window": {
+            "single": w_single,
+            "concurrent": w_many,
+            "frames_painted": window_runs["frames_painted"],
+        },
+        "throughput_ratio_min_stream_vs_single": round(w_ratio, 4),
         "throughput_ratio_target": 0.95,
         "loop_lag_p99_ms": lag_p99,
         "loop_lag_p99_target_ms": 16.0,
-        "pass": ratio >= 0.95 and lag_p99 < 16.0,
+        "pass": w_ratio >= 0.95 and lag_p99 < 16.0,
     }
     print(json.dumps(result, indent=2))
 

@@ -148,6 +148,12 @@ def run_app(argv: list[str] | None = None) -> int:
         # The window cancelled a streaming reply in closeEvent; wait until ChatService has
         # stored its partial text as "cancelled" before closing the database.
         await window.controller.wait()
+        # Half-read HTTP streams are finalised through the loop (asyncgen hooks): collect
+        # them now, while it still runs, not during shutdown where they would fail noisily.
+        import gc
+
+        gc.collect()
+        await asyncio.sleep(0.05)
 
     try:
         loop.run_until_complete(main())
