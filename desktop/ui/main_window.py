@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
     QMenu,
     QMessageBox,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QStackedWidget,
     QToolButton,
@@ -40,8 +41,10 @@ from PySide6.QtWidgets import (
 
 from desktop.chat.agents import KIND_LABELS
 from desktop.chat.export import ExportError, dumps, from_json, to_json, to_markdown
+from desktop.chat.providers import load_params_for
 from desktop.chat.services import Services, idle_unload_seconds
 from desktop.chat.session import Turn
+from desktop.llm.errors import UserError
 from desktop.store.agents import Agent
 from desktop.store.conversations import Message, Versions
 from desktop.ui.agent_editor import AgentEditorDialog, attach_memory_estimate
@@ -96,6 +99,8 @@ class MainWindow(QMainWindow):
     """Signals: closed() once the window has closed (streaming cancelled, state saved)."""
 
     closed = Signal()
+    # llama.cpp worker state (unloaded/loading/ready/busy/error), hopped onto the GUI thread
+    model_state_changed = Signal(str, str)
 
     def __init__(self, services: Services, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -127,6 +132,10 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.splitter)
         self.add_page("chat", self._build_chat_pane(), "Chat")
         self.models_page = ModelsPage(services)
+        emit_state = self.model_state_changed.emit
+        self._state_listener = lambda state, detail: emit_state(state, detail)
+        services.local.add_listener(self._state_listener)
+        self.model_state_changed.connect(self._on_model_state)
         self.add_page("models", self.models_page, "Models")
 
         self.status_label = QLabel()
@@ -383,6 +392,8 @@ class MainWindow(QMainWindow):
         self.header_title.setObjectName("HeaderTitle")
         self.header_subtitle = QLabel()
         self.header_subtitle.setObjectName("HeaderSubtitle")
+        # a long model name or state never widens the pane (the splitter stays where put)
+        self.header_subtitle.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         titles.addWidget(self.header_title)
         titles.addWidget(self.header_subtitle)
         header_layout.addLayout(titles, 1)
@@ -469,10 +480,34 @@ class MainWindow(QMainWindow):
         row_h = self.agent_list.sizeHintForRow(0) if self.agent_list.count() else 46
         return rows * row_h + 4
 
-    @staticmethod
-    def _agent_subtitle(agent: Agent) -> str:
+    def _agent_subtitle(self, agent: Agent) -> str:
         kind = KIND_LABELS.get(agent.kind, agent.kind)
-        return f"{kind} · {agent.model}" if agent.model else kind
+        text = f"{kind} · {agent.model}" if agent.model else kind
+        state = self.model_state_of(agent)
+        return f"{text} · {state}" if state else text
+
+    def model_state_of(self, agent: Agent) -> str | None:
+        """For a local agent: its model's state (unloaded / loading / ready / busy / error)."""
+        if not agent.is_local:
+            return None
+        worker = self.services.local.worker
+        loaded = worker.params.model_path if worker.params is not None else None
+        try:
+            mine = load_params_for(agent).model_path
+        except UserError:
+            return "error"
+        if loaded != mine or not worker.alive:
+            return "error" if worker.state == "error" and loaded == mine else "unloaded"
+        return worker.state
+
+    def _on_model_state(self, _state: str, _detail: str) -> None:
+        for row in range(self.agent_list.count()):
+            item = self.agent_list.item(row)
+            agent = next((a for a in self._agents if a.id == item.data(ID_ROLE)), None)
+            if agent is not None:
+                item.setData(SUBTITLE_ROLE, self._agent_subtitle(agent))
+        if self._agent is not None:
+            self.header_subtitle.setText(self._agent_subtitle(self._agent))
 
     def _set_agent(self, agent: Agent | None) -> None:
         """Select ``agent`` in the list and make it answer the next message."""
@@ -1172,6 +1207,7 @@ class MainWindow(QMainWindow):
             self._closing = True
             self._finish_delete()
             self.save_state()
+            self.services.local.remove_listener(self._state_listener)
             self.controller.stop()
             self.closed.emit()
         event.accept()

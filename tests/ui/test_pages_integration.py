@@ -65,3 +65,16 @@ def test_context_too_long_offers_to_drop_oldest_turns_and_then_answers(
     reply = services.conversations.messages(window.conversation_id)[-1]
     assert reply.role == "assistant" and reply.status == "complete"
     assert "oldest turn" in window.status_label.text() or reply.content
+
+
+def test_local_agent_shows_its_model_state(window: Any, qtbot: Any) -> None:
+    from PySide6.QtCore import Qt
+
+    agent = window._agent
+    assert window.model_state_of(agent) == "unloaded"
+    assert window.header_subtitle.text().endswith("· unloaded")
+    window.composer.setPlainText("Hi")
+    qtbot.keyClick(window.composer, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: not window.controller.busy, timeout=60_000)
+    qtbot.waitUntil(lambda: window.header_subtitle.text().endswith("· ready"), timeout=10_000)
+    assert window.model_state_of(agent) == "ready"
