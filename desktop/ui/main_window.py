@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import logging
 from collections.abc import Callable
@@ -486,6 +487,40 @@ class MainWindow(QMainWindow):
         state = self.model_state_of(agent)
         return f"{text} · {state}" if state else text
 
+    def model_note_of(self, agent: Agent) -> str | None:
+        """What the person should know about a local agent's model file (from the cached
+        header): no chat template (ChatML is used), or what is wrong with the file."""
+        if not agent.is_local:
+            return None
+        try:
+            path = load_params_for(agent).model_path
+        except UserError as exc:
+            return exc.user_message
+        info = self.services.local.model_info.peek(path)
+        if info is None:
+            return None
+        if isinstance(info, Exception):
+            return getattr(info, "user_message", str(info))
+        return info.template_note
+
+    def _read_model_header(self, agent: Agent) -> None:
+        """Read a local agent's GGUF header off the GUI thread, then show its note."""
+        if not agent.is_local:
+            return
+        try:
+            path = load_params_for(agent).model_path
+        except UserError:
+            return
+        if self.services.local.model_info.peek(path) is not None:
+            return
+
+        async def read() -> None:
+            with contextlib.suppress(Exception):
+                await run_blocking(self.services.local.model_info.get, path)
+            self._on_model_state("", "")
+
+        start(read(), name="model-header")
+
     def model_state_of(self, agent: Agent) -> str | None:
         """For a local agent: its model's state (unloaded / loading / ready / busy / error)."""
         if not agent.is_local:
@@ -507,7 +542,13 @@ class MainWindow(QMainWindow):
             if agent is not None:
                 item.setData(SUBTITLE_ROLE, self._agent_subtitle(agent))
         if self._agent is not None:
-            self.header_subtitle.setText(self._agent_subtitle(self._agent))
+            self._show_header_subtitle(self._agent)
+
+    def _show_header_subtitle(self, agent: Agent) -> None:
+        note = self.model_note_of(agent)
+        text = self._agent_subtitle(agent)
+        self.header_subtitle.setText(f"{text} · {note}" if note else text)
+        self.header_subtitle.setToolTip(note or "")
 
     def _set_agent(self, agent: Agent | None) -> None:
         """Select ``agent`` in the list and make it answer the next message."""
@@ -546,7 +587,8 @@ class MainWindow(QMainWindow):
             self.transcript.set_agent_name(None)
         else:
             self.header_title.setText(agent.name)
-            self.header_subtitle.setText(self._agent_subtitle(agent))
+            self._show_header_subtitle(agent)
+            self._read_model_header(agent)
             self.header_badge.setPixmap(
                 agent_badge(agent.name, agent.kind, 36, self.devicePixelRatioF())
             )

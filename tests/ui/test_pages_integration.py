@@ -78,3 +78,22 @@ def test_local_agent_shows_its_model_state(window: Any, qtbot: Any) -> None:
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=60_000)
     qtbot.waitUntil(lambda: window.header_subtitle.text().endswith("· ready"), timeout=10_000)
     assert window.model_state_of(agent) == "ready"
+
+
+def test_a_model_without_chat_template_is_said_under_the_agent(
+    services: Any, make_window: Any, qtbot: Any, tmp_path: Any
+) -> None:
+    from desktop.store.agents import Agent
+    from tests.helpers import gguf_files
+
+    path = gguf_files.rewrite_starter(
+        tmp_path / "no-template.gguf", drop_kv=("tokenizer.chat_template",)
+    )
+    agent = services.agents.create(
+        Agent(name="No template", kind="local", model="n", model_path=str(path), n_ctx=512)
+    )
+    window = make_window(services)
+    window.select_agent(agent.id)
+    qtbot.waitUntil(lambda: "ChatML" in window.header_subtitle.text(), timeout=20_000)
+    window.select_agent(services.agents.by_name("SmolLM2 (local)").id)
+    qtbot.waitUntil(lambda: "ChatML" not in window.header_subtitle.text(), timeout=20_000)
