@@ -487,6 +487,14 @@ class MainWindow(QMainWindow):
         state = self.model_state_of(agent)
         return f"{text} · {state}" if state else text
 
+    def _idle_status(self, agent: Agent) -> str:
+        state = self.model_state_of(agent)
+        if state == "unloaded":
+            return f"{agent.name} · model loads with the first message"
+        if state in (None, "ready"):
+            return f"{agent.name} · ready"
+        return f"{agent.name} · model {state}"
+
     def model_note_of(self, agent: Agent) -> str | None:
         """What the person should know about a local agent's model file (from the cached
         header): no chat template (ChatML is used), or what is wrong with the file."""
@@ -595,7 +603,7 @@ class MainWindow(QMainWindow):
             self.composer.setPlaceholderText(f"Message {agent.name}…")
             self.transcript.set_agent_name(agent.name)
             if not self.controller.busy:
-                self.status_label.setText(f"{agent.name} · ready")
+                self.status_label.setText(self._idle_status(agent))
         self._update_send_enabled()
 
     def _agent_menu(self, pos: QPoint) -> None:

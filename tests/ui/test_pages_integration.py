@@ -73,6 +73,7 @@ def test_local_agent_shows_its_model_state(window: Any, qtbot: Any) -> None:
     agent = window._agent
     assert window.model_state_of(agent) == "unloaded"
     assert window.header_subtitle.text().endswith("· unloaded")
+    assert "loads with the first message" in window.status_label.text()
     window.composer.setPlainText("Hi")
     qtbot.keyClick(window.composer, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: not window.controller.busy, timeout=60_000)
