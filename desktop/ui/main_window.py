@@ -1026,15 +1026,20 @@ class MainWindow(QMainWindow):
             agent = self.services.agents.get(message.agent_id)
         return agent or self._agent
 
-    def retry(self, message_id: int) -> None:
-        """Replace a failed reply with a new attempt by the agent that wrote it."""
+    def retry(
+        self, message_id: int, *, agent: Agent | None = None, drop_oldest_turns: int = 0
+    ) -> None:
+        """Replace a failed reply with a new attempt by the agent that wrote it (or ``agent``),
+        optionally leaving the oldest turns out of the request."""
         if self.controller.busy or self._conversation_id is None:
             return
-        agent = self._agent_for(message_id)
+        agent = agent or self._agent_for(message_id)
         if agent is None:
             return
         try:
-            turn = self.controller.retry(self._conversation_id, agent, message_id)
+            turn = self.controller.retry(
+                self._conversation_id, agent, message_id, drop_oldest_turns=drop_oldest_turns
+            )
         except Exception:
             log.exception("could not retry message %s", message_id)
             self.status_label.setText("Could not retry this message.")
@@ -1075,11 +1080,9 @@ class MainWindow(QMainWindow):
             else:
                 drop = fit.plan.drop_turns
                 note = f"Leaving out the {drop} oldest turn(s) for this reply."
-            turn = self.controller.retry(
-                conversation_id, chosen, message_id, drop_oldest_turns=drop
-            )
-            self.transcript.remove_message(message_id)
-            self._show_new_turn(turn, with_user_message=False)
+            if self._conversation_id != conversation_id:
+                return  # the person moved on meanwhile
+            self.retry(message_id, agent=chosen, drop_oldest_turns=drop)
             self.status_label.setText(note)
 
         return start(go(), name="fit-context")
