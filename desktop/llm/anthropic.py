@@ -34,7 +34,7 @@ from desktop.llm.events import (
     Usage,
 )
 from desktop.llm.provider import ChatRequest
-from desktop.llm.transport import HttpEndpoint
+from desktop.llm.transport import HttpProvider
 
 DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
 API_VERSION = "2023-06-01"
@@ -51,7 +51,7 @@ _STOP: dict[str, FinishReason] = {
 }
 
 
-class AnthropicProvider:
+class AnthropicProvider(HttpProvider):
     """Claude models over the Messages API. ``thinking_budget_tokens`` turns on extended
     thinking (shown as reasoning); the budget is added on top of the reply's ``max_tokens``."""
 
@@ -66,20 +66,15 @@ class AnthropicProvider:
         ca_bundle: str | None = None,
         thinking_budget_tokens: int | None = None,
     ) -> None:
-        self._api_key = api_key
-        self._thinking_budget = thinking_budget_tokens
-        self._http = HttpEndpoint(
+        super().__init__(
             base_url,
+            api_key,
             label=label,
-            secrets=(api_key,),
             stall_timeout_s=stall_timeout_s,
-            ca_bundle=ca_bundle,
             client=client,
+            ca_bundle=ca_bundle,
         )
-
-    @property
-    def label(self) -> str:
-        return self._http.label
+        self._thinking_budget = thinking_budget_tokens
 
     def _headers(self) -> dict[str, str]:
         headers = {"anthropic-version": API_VERSION}
@@ -177,18 +172,12 @@ class AnthropicProvider:
         after: str | None = None
         for _ in range(20):  # pages of 1000; a guard against a server that never says "done"
             url = f"{http.base_url}/models?limit=1000" + (f"&after_id={after}" if after else "")
-            page = await http.get_json(url, headers=self._headers())
-            items = page.get("data") if isinstance(page, dict) else None
-            if not isinstance(items, list):
-                raise BadResponse(f"{http.where} sent a model list this app does not understand.")
+            page, items = await self._model_page(url, "data")
             names += [str(m["id"]) for m in items if isinstance(m, dict) and m.get("id")]
             if not page.get("has_more") or not page.get("last_id"):
                 break
             after = str(page["last_id"])
         return sorted(set(names))
-
-    async def aclose(self) -> None:
-        await self._http.aclose()
 
 
 def _known(usage: object) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from desktop.llm.events import (
     Usage,
 )
 from desktop.llm.provider import ChatRequest
-from desktop.llm.transport import HttpEndpoint
+from desktop.llm.transport import HttpProvider
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 _FINISH: dict[str, FinishReason] = {
@@ -55,7 +55,7 @@ _BLOCKED = {
 }
 
 
-class GeminiProvider:
+class GeminiProvider(HttpProvider):
     """Gemini models. ``include_thoughts`` asks thinking models for thought summaries, shown as
     reasoning (leave it off for models without thinking, which reject it)."""
 
@@ -70,20 +70,15 @@ class GeminiProvider:
         ca_bundle: str | None = None,
         include_thoughts: bool = False,
     ) -> None:
-        self._api_key = api_key
-        self._include_thoughts = include_thoughts
-        self._http = HttpEndpoint(
+        super().__init__(
             base_url,
+            api_key,
             label=label,
-            secrets=(api_key,),
             stall_timeout_s=stall_timeout_s,
-            ca_bundle=ca_bundle,
             client=client,
+            ca_bundle=ca_bundle,
         )
-
-    @property
-    def label(self) -> str:
-        return self._http.label
+        self._include_thoughts = include_thoughts
 
     def _headers(self) -> dict[str, str]:
         # The key travels in a header, never in the URL, so it cannot end up in logs of URLs.
@@ -188,10 +183,7 @@ class GeminiProvider:
             url = f"{http.base_url}/models?pageSize=1000" + (
                 f"&pageToken={quote(token)}" if token else ""
             )
-            page = await http.get_json(url, headers=self._headers())
-            items = page.get("models") if isinstance(page, dict) else None
-            if not isinstance(items, list):
-                raise BadResponse(f"{http.where} sent a model list this app does not understand.")
+            page, items = await self._model_page(url, "models")
             for m in items:
                 if not isinstance(m, dict) or not m.get("name"):
                     continue
@@ -202,9 +194,6 @@ class GeminiProvider:
             if not token:
                 break
         return sorted(set(names))
-
-    async def aclose(self) -> None:
-        await self._http.aclose()
 
 
 def _usage(meta: dict[str, Any]) -> Usage:

@@ -33,7 +33,7 @@ from desktop.llm.events import (
     Usage,
 )
 from desktop.llm.provider import ChatRequest
-from desktop.llm.transport import HttpEndpoint, unavailable
+from desktop.llm.transport import HttpProvider, unavailable
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
@@ -46,7 +46,7 @@ _FINISH: dict[str, FinishReason] = {
 CHARS_PER_TOKEN = 4
 
 
-class OpenAICompatProvider:
+class OpenAICompatProvider(HttpProvider):
     """Chat Completions over SSE. ``label`` names the endpoint in every error message."""
 
     def __init__(
@@ -60,20 +60,15 @@ class OpenAICompatProvider:
         ca_bundle: str | None = None,
         extra_headers: dict[str, str] | None = None,
     ) -> None:
-        self._api_key = api_key
-        self._extra_headers = dict(extra_headers or {})
-        self._http = HttpEndpoint(
+        super().__init__(
             base_url,
+            api_key,
             label=label,
-            secrets=(api_key,),
             stall_timeout_s=stall_timeout_s,
-            ca_bundle=ca_bundle,
             client=client,
+            ca_bundle=ca_bundle,
         )
-
-    @property
-    def label(self) -> str:
-        return self._http.label
+        self._extra_headers = dict(extra_headers or {})
 
     def _headers(self) -> dict[str, str]:
         headers = dict(self._extra_headers)
@@ -179,15 +174,8 @@ class OpenAICompatProvider:
         yield Finished(finish or "stop")
 
     async def list_models(self) -> list[str]:
-        http = self._http
-        data = await http.get_json(f"{http.base_url}/models", headers=self._headers())
-        items = data.get("data") if isinstance(data, dict) else data
-        if not isinstance(items, list):
-            raise BadResponse(f"{http.where} sent a model list this app does not understand.")
+        _page, items = await self._model_page(f"{self._http.base_url}/models", "data")
         return sorted({str(m["id"]) for m in items if isinstance(m, dict) and m.get("id")})
-
-    async def aclose(self) -> None:
-        await self._http.aclose()
 
 
 def _usage(

@@ -491,3 +491,46 @@ def _retry_delay(body: Any) -> float | None:
             with contextlib.suppress(ValueError):
                 return float(delay[:-1])
     return None
+
+
+class HttpProvider:
+    """What every HTTP provider shares: its endpoint (client, timeouts, error translation
+    with the key scrubbed), its label, reading a model list, and closing."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        *,
+        label: str,
+        stall_timeout_s: float,
+        client: httpx.AsyncClient | None,
+        ca_bundle: str | None,
+    ) -> None:
+        self._api_key = api_key
+        self._http = HttpEndpoint(
+            base_url,
+            label=label,
+            secrets=(api_key,),
+            stall_timeout_s=stall_timeout_s,
+            ca_bundle=ca_bundle,
+            client=client,
+        )
+
+    @property
+    def label(self) -> str:
+        return self._http.label
+
+    def _headers(self) -> dict[str, str]:
+        return {}
+
+    async def _model_page(self, url: str, key: str) -> tuple[Any, list[Any]]:
+        """GET one page of a model list; ``key`` names its list of models."""
+        page = await self._http.get_json(url, headers=self._headers())
+        items = page.get(key) if isinstance(page, dict) else page
+        if not isinstance(items, list):
+            raise BadResponse(f"{self._http.where} sent a model list this app does not understand.")
+        return page, items
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
