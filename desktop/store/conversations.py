@@ -72,6 +72,7 @@ _MSG_COLS = (
     "id, conversation_id, role, content, status, error_text, error_kind, agent_id, agent_name, "
     "model, created_at, updated_at, parent_id, active_child_id, reasoning"
 )
+_M_MSG_COLS = ", ".join("m." + c for c in _MSG_COLS.split(", "))  # for joins aliasing m
 
 
 def _rows(cur: Any) -> list[dict[str, Any]]:
@@ -260,7 +261,7 @@ class ConversationStore:
             " UNION ALL"
             " SELECT m.active_child_id, path.depth + 1 FROM messages m JOIN path ON m.id = path.id"
             " WHERE m.active_child_id IS NOT NULL)"
-            f" SELECT {', '.join('m.' + c for c in _MSG_COLS.split(', '))}"
+            f" SELECT {_M_MSG_COLS}"
             " FROM path JOIN messages m ON m.id = path.id ORDER BY path.depth",
             [conversation_id],
         )
@@ -282,7 +283,7 @@ class ConversationStore:
             " UNION ALL"
             " SELECT m.parent_id, up.depth + 1 FROM messages m JOIN up ON m.id = up.id"
             " WHERE m.parent_id IS NOT NULL)"
-            f" SELECT {', '.join('m.' + c for c in _MSG_COLS.split(', '))}"
+            f" SELECT {_M_MSG_COLS}"
             " FROM up JOIN messages m ON m.id = up.id ORDER BY up.depth DESC",
             [message_id],
         )

@@ -18,7 +18,6 @@ from PySide6.QtGui import QColor, QPainter, QPalette, QTextDocument
 from PySide6.QtWidgets import (
     QListView,
     QListWidget,
-    QStyle,
     QStyledItemDelegate,
     QStyleOptionViewItem,
     QWidget,
@@ -28,7 +27,7 @@ from desktop.store.conversations import Conversation
 from desktop.store.search import HIT_END, HIT_START
 from desktop.ui.resources import icon
 from desktop.ui.text_format import relative_time
-from desktop.ui.widgets import ID_ROLE, SUBTITLE_ROLE, TwoLineDelegate
+from desktop.ui.widgets import ID_ROLE, SUBTITLE_ROLE, TwoLineDelegate, paint_row_background
 
 PINNED_ROLE = Qt.ItemDataRole.UserRole + 2
 MESSAGE_ROLE = Qt.ItemDataRole.UserRole + 3
@@ -151,16 +150,7 @@ class SearchResultDelegate(QStyledItemDelegate):
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: Index) -> None:
         painter.save()
         palette = option.palette
-        rect = option.rect.adjusted(6, 2, -6, -2)
-        selected = bool(option.state & QStyle.StateFlag.State_Selected)
-        hovered = bool(option.state & QStyle.StateFlag.State_MouseOver)
-        if selected or hovered:
-            bg = QColor(palette.color(QPalette.ColorRole.Highlight))
-            bg.setAlpha(46 if selected else 18)
-            painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-            painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(bg)
-            painter.drawRoundedRect(rect, 8, 8)
+        rect = paint_row_background(painter, option)
         title = str(index.data(Qt.ItemDataRole.DisplayRole) or "")
         fm = option.fontMetrics
         painter.setPen(palette.color(QPalette.ColorRole.Text))

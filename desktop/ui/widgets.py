@@ -107,6 +107,21 @@ class FocusFrame(QFrame):
         return False
 
 
+def paint_row_background(painter: QPainter, option: QStyleOptionViewItem) -> QRect:
+    """The sidebar rows' rounded selection/hover background; returns the row's inner rect."""
+    rect = option.rect.adjusted(6, 2, -6, -2)
+    selected = bool(option.state & QStyle.StateFlag.State_Selected)
+    hovered = bool(option.state & QStyle.StateFlag.State_MouseOver)
+    if selected or hovered:
+        bg = QColor(option.palette.color(QPalette.ColorRole.Highlight))
+        bg.setAlpha(46 if selected else 18)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(bg)
+        painter.drawRoundedRect(rect, 8, 8)
+    return rect
+
+
 class TwoLineDelegate(QStyledItemDelegate):
     """Sidebar rows: optional icon, a title line and a muted subtitle, rounded selection."""
 
@@ -130,15 +145,8 @@ class TwoLineDelegate(QStyledItemDelegate):
         painter.save()
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         palette = option.palette
-        rect = option.rect.adjusted(6, 2, -6, -2)
+        rect = paint_row_background(painter, option)
         selected = bool(option.state & QStyle.StateFlag.State_Selected)
-        hovered = bool(option.state & QStyle.StateFlag.State_MouseOver)
-        if selected or hovered:
-            bg = QColor(palette.color(QPalette.ColorRole.Highlight))
-            bg.setAlpha(46 if selected else 18)
-            painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(bg)
-            painter.drawRoundedRect(rect, 8, 8)
 
         x = rect.left() + 10
         icon = index.data(Qt.ItemDataRole.DecorationRole)
