@@ -7,9 +7,14 @@ Prints one JSON object.
     standing in for a fast provider) through the real ChatController-style path: deltas are
     buffered and flushed to the Transcript at ~30 Hz. A 10 ms QTimer measures how late the event
     loop serves it (p50/p99/max lag, ms). The reference is the same timer with nothing streaming.
-(b) ``per_token``: the marginal cost of the last 100 tokens (append + layout + repaint), per
-    token, when the reply already holds 100 vs 10,000 tokens. ``ratio`` = long/short; a ratio
-    near 1 means the cost per token does not grow with the reply's length (target <= 1.5).
+(b) ``per_token``: the marginal cost of 100 more tokens (append + layout + scroll + paint, in
+    33-token flushes as at 1,000 tok/s), per token, when the reply holds 0 vs 9,900 tokens
+    already, the view following it. ``ratio`` = long/short; near 1 means the cost per token does
+    not grow with the reply's length (target <= 1.5). Qt paints what each flush made dirty,
+    as in the app (an earlier version forced a full repaint per flush, which measured how full
+    the screen was rather than what a flush costs); ``painted_px_per_flush`` reports the area
+    painted (pixels of widget area, summed over the widgets painted), so a regression that
+    repaints the whole view again shows up there.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("QT_API", "pyside6")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QEvent, QObject, QTimer
 from PySide6.QtWidgets import QApplication
 
 from desktop.store.conversations import Message
@@ -88,7 +93,27 @@ def make_transcript() -> Transcript:
     return transcript
 
 
-def marginal_cost_us(app: QApplication, prior_tokens: int, measured: int = 100) -> float:
+class PaintedArea(QObject):
+    """Sums the area of every paint event (pixels, per widget painted)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pixels = 0
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Paint:
+            self.pixels += sum(r.width() * r.height() for r in event.region())  # type: ignore[attr-defined]
+        return False
+
+
+def settle(app: QApplication) -> None:
+    """Deliver what a flush posted: the layout requests up the bubble chain, then the paint."""
+    for _ in range(4):
+        app.processEvents()
+
+
+def marginal_cost(app: QApplication, prior_tokens: int, measured: int = 99) -> tuple[float, float]:
+    """(microseconds per token, painted pixels per flush) for ``measured`` more tokens."""
     transcript = make_transcript()
     transcript.add_message(streaming_message(1))
     batch = 33  # tokens per flush at 1,000 tok/s and ~30 flushes/s
@@ -96,18 +121,22 @@ def marginal_cost_us(app: QApplication, prior_tokens: int, measured: int = 100) 
         transcript.append_text(
             1, "".join(token(i) for i in range(start, min(prior_tokens, start + 500)))
         )
-    app.processEvents()
-    transcript.viewport().repaint()
+        settle(app)
+    settle(app)
+    spy = PaintedArea()
+    app.installEventFilter(spy)
+    flushes = 0
     began = time.perf_counter()
     for start in range(prior_tokens, prior_tokens + measured, batch):
         transcript.append_text(1, "".join(token(i) for i in range(start, start + batch)))
-        app.processEvents()
-        transcript.viewport().repaint()
+        settle(app)
+        flushes += 1
     spent = time.perf_counter() - began
+    app.removeEventFilter(spy)
     transcript.close()
     transcript.deleteLater()
     app.processEvents()
-    return spent / measured * 1e6
+    return spent / measured * 1e6, spy.pixels / flushes
 
 
 def lag_run(
@@ -172,8 +201,10 @@ def main() -> None:
     theme.install(app, dark=False)
     loop = new_loop(app)
     asyncio.events._set_running_loop(loop)
-    short = statistics.median(marginal_cost_us(app, 0) for _ in range(5))
-    long = statistics.median(marginal_cost_us(app, 9_900) for _ in range(5))
+    shorts = [marginal_cost(app, 0) for _ in range(7)]
+    longs = [marginal_cost(app, 9_900) for _ in range(7)]
+    short = statistics.median(us for us, _ in shorts)
+    long = statistics.median(us for us, _ in longs)
     asyncio.events._set_running_loop(None)
     result = {
         "lag_idle_reference": lag_run(app, loop, stream=False, seconds=3.0),
@@ -183,6 +214,8 @@ def main() -> None:
             "reply_10000_tokens_us": round(long, 1),
             "ratio": round(long / short, 2),
             "target_ratio": 1.5,
+            "painted_px_per_flush_100": round(statistics.median(px for _, px in shorts)),
+            "painted_px_per_flush_10000": round(statistics.median(px for _, px in longs)),
         },
         "load_avg": os.getloadavg(),
     }

@@ -11,11 +11,20 @@ is rendered once as Markdown: prose as rich text, fenced code highlighted with a
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QEvent, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QEnterEvent, QGuiApplication, QResizeEvent, QTextCursor
+from PySide6.QtCore import QCoreApplication, QEvent, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import (
+    QColor,
+    QDesktopServices,
+    QEnterEvent,
+    QGuiApplication,
+    QPainter,
+    QPaintEvent,
+    QResizeEvent,
+)
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -23,7 +32,6 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QSizePolicy,
-    QTextEdit,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -31,14 +39,20 @@ from PySide6.QtWidgets import (
 
 from desktop.store.conversations import Message, Versions
 from desktop.ui.markdown import Code, Prose, code_html, prose_html, split_segments
+from desktop.ui.stream_text import StreamText
 from desktop.ui.text_format import format_stats, stats_tooltip, truncate_for_display
 from desktop.ui.theme import current_colors
 
 BUBBLE_MAX_WIDTH = 820
 STICK_MARGIN_PX = 32
 BUBBLE_PADDING_PX = 14
+BUBBLE_CORNER_PX = 20  # the rounded bottom edge and padding repainted when a bubble grows
 NATURAL_WIDTH_SCAN = 2_000  # longer texts simply take the full bubble width
-PAGE = 40  # messages built at a time
+PAGE = 40  # messages built by "Show earlier/later messages"
+BATCH = 8  # messages built per event-loop turn while the view nears an unbuilt edge, at most
+PREFETCH_BUDGET_S = 0.010  # ... and fewer when building them takes longer than this
+FIRST_SCREEN = 12  # messages built at once when a conversation opens; the rest follow
+PREFETCH_SCREENS = 1.5  # build ahead while the view is this many heights from an edge
 MAX_LOADED = 120  # bubbles alive at most; the far end of the window is shed beyond this
 FOOTER_MODES = ("always", "hover", "never")
 
@@ -69,57 +83,6 @@ def _tool(text: str, tip: str, name: str = "BubbleAction") -> QToolButton:
     button.setAutoRaise(True)
     button.setCursor(Qt.CursorShape.PointingHandCursor)
     return button
-
-
-class StreamText(QTextEdit):
-    """Read-only text that grows by appending at the end; as tall as its content."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("StreamText")
-        self.setReadOnly(True)
-        self.setFrameShape(QFrame.Shape.NoFrame)
-        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
-        self.document().setDocumentMargin(0)
-        self.viewport().setAutoFillBackground(False)
-        self._length = 0
-        # Height is fitted after each change and resize, not from documentSizeChanged: a
-        # Python slot on the document's signal gets called while the widget is destroyed,
-        # and PySide then miscounts references (a crash at interpreter exit).
-        self._fit()
-
-    def append_text(self, text: str) -> None:
-        if not text:
-            return
-        cursor = QTextCursor(self.document())
-        cursor.movePosition(QTextCursor.MoveOperation.End)
-        cursor.insertText(text)
-        self._length += len(text)
-        self._fit()
-
-    def set_all(self, text: str) -> None:
-        self.setPlainText(text)
-        self._length = len(text)
-        self._fit()
-
-    @property
-    def length(self) -> int:
-        return self._length
-
-    def _fit(self, *_args: object) -> None:
-        height = int(self.document().size().height()) + 2
-        if self.height() != height:
-            self.setFixedHeight(max(height, self.fontMetrics().lineSpacing() + 2))
-
-    def dispose(self) -> None:
-        self.hide()
-        self.deleteLater()
-
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        super().resizeEvent(event)
-        self._fit()
 
 
 class CodeBlock(QFrame):
@@ -212,53 +175,42 @@ class MessageBubble(QFrame):
         self._footer_mode = footer_mode
         self._hovered = False
         self._stats: dict[str, Any] | None = None
-        self._stream: StreamText | None = None  # the growing tail of a streaming reply
-        self._chunks: list[StreamText] = []  # streamed text so far, the tail last
-        self._frozen: list[QLabel] = []  # streamed text before the tail
+        self._stream: StreamText | None = None  # the text of a streaming reply
+        self.before_grow: Callable[[int], None] | None = None  # see StreamText.before_grow
         self.segments: list[QWidget] = []
         self.setObjectName("Bubble")
         self.setProperty("role", message.role)
         self.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Minimum)
+        # Growing by a line repaints only what changed (see resizeEvent), not the whole bubble.
+        self.setAttribute(Qt.WidgetAttribute.WA_StaticContents, True)
 
         layout = QVBoxLayout(self)
         pad = BUBBLE_PADDING_PX
         layout.setContentsMargins(pad, 10, pad, 8)
         layout.setSpacing(6)
 
-        head = QHBoxLayout()
-        head.setSpacing(2)
+        # Parts most messages never show (version arrows, thinking, the stopped marker, the
+        # error box) are built the first time they are needed: a bubble is ~12 widgets instead
+        # of ~24, which is most of what paging through a long conversation costs.
+        self._layout = layout
+        self._head = QHBoxLayout()
+        self._head.setSpacing(2)
         label_text = "You" if message.role == "user" else message.agent_name or "Assistant"
         self.label = QLabel(label_text)
         self.label.setObjectName("BubbleLabel")
         if message.model:
             self.label.setToolTip(f"Model: {message.model}")
-        head.addWidget(self.label)
-        head.addStretch(1)
-        self.prev_button = _tool("‹", "Previous version", "VersionButton")
-        self.next_button = _tool("›", "Next version", "VersionButton")
-        self.version_label = QLabel()
-        self.version_label.setObjectName("VersionLabel")
-        self.prev_button.clicked.connect(lambda: self.version_step.emit(self.message_id, -1))
-        self.next_button.clicked.connect(lambda: self.version_step.emit(self.message_id, 1))
-        for w in (self.prev_button, self.version_label, self.next_button):
-            head.addWidget(w)
-        layout.addLayout(head)
-
-        self.thinking_button = QToolButton()
-        self.thinking_button.setObjectName("ThinkingToggle")
-        self.thinking_button.setCheckable(True)
-        self.thinking_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        self.thinking_button.setArrowType(Qt.ArrowType.RightArrow)
-        self.thinking_button.setAutoRaise(True)
-        self.thinking_button.toggled.connect(self._toggle_thinking)
-        self.thinking = StreamText()
-        self.thinking.setObjectName("ThinkingText")
-        self.thinking.hide()
-        self.thinking_button.hide()
-        layout.addWidget(self.thinking_button, 0, Qt.AlignmentFlag.AlignLeft)
-        layout.addWidget(self.thinking)
+        self._head.addWidget(self.label)
+        self._head.addStretch(1)
+        layout.addLayout(self._head)
+        self._version_parts: tuple[QToolButton, QLabel, QToolButton] | None = None
+        self._thinking_parts: tuple[QToolButton, QFrame, StreamText] | None = None
+        self._stopped: QLabel | None = None
+        self._error_parts: tuple[QFrame, QLabel, QPushButton, dict[str, QPushButton]] | None = None
+        self._busy = False
 
         self.body_box = QWidget()
+        self.body_box.setAttribute(Qt.WidgetAttribute.WA_StaticContents, True)
         self.body_layout = QVBoxLayout(self.body_box)
         self.body_layout.setContentsMargins(0, 0, 0, 0)
         self.body_layout.setSpacing(8)
@@ -269,48 +221,6 @@ class MessageBubble(QFrame):
         self.body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.body.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
         self.body_layout.addWidget(self.body)
-
-        self.stopped = QLabel("stopped")
-        self.stopped.setObjectName("StoppedMarker")
-        self.stopped.hide()
-        layout.addWidget(self.stopped)
-
-        self.error_box = QFrame()
-        self.error_box.setObjectName("ErrorBox")
-        error_layout = QHBoxLayout(self.error_box)
-        error_layout.setContentsMargins(10, 8, 8, 8)
-        error_layout.setSpacing(10)
-        self.error_text = QLabel()
-        self.error_text.setObjectName("ErrorText")
-        self.error_text.setWordWrap(True)
-        self.error_text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        error_layout.addWidget(self.error_text, 1)
-        self.retry_button = QPushButton("Retry")
-        self.retry_button.setObjectName("RetryButton")
-        self.retry_button.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.retry_button.clicked.connect(self._retry)
-        error_layout.addWidget(self.retry_button, 0, Qt.AlignmentFlag.AlignTop)
-        # "Context too long" offers two ways out (local agents): leave out the oldest turns,
-        # or raise the agent's context size; both then retry.
-        self.fit_buttons: dict[str, QPushButton] = {}
-        for key, text, tip in (
-            (
-                "fit_drop",
-                "Drop oldest turns",
-                "Send again without the oldest turns (they stay in the conversation)",
-            ),
-            ("fit_raise", "Raise context", "Raise the agent's context size (n_ctx) and send again"),
-        ):
-            button = QPushButton(text)
-            button.setObjectName("RetryButton")
-            button.setToolTip(tip)
-            button.setCursor(Qt.CursorShape.PointingHandCursor)
-            button.clicked.connect(self._fit_slot(key))
-            button.hide()
-            error_layout.addWidget(button, 0, Qt.AlignmentFlag.AlignTop)
-            self.fit_buttons[key] = button
-        self.error_box.hide()
-        layout.addWidget(self.error_box)
 
         self.footer = QLabel()
         self.footer.setObjectName("StatsFooter")
@@ -339,6 +249,140 @@ class MessageBubble(QFrame):
 
         self.update_from(message, stats, versions)
 
+    # parts built on first use -----------------------------------------------------------------
+    def _versions_ui(self) -> tuple[QToolButton, QLabel, QToolButton]:
+        if self._version_parts is None:
+            prev = _tool("‹", "Previous version", "VersionButton")
+            label = QLabel()
+            label.setObjectName("VersionLabel")
+            nxt = _tool("›", "Next version", "VersionButton")
+            prev.clicked.connect(lambda: self.version_step.emit(self.message_id, -1))
+            nxt.clicked.connect(lambda: self.version_step.emit(self.message_id, 1))
+            for widget in (prev, label, nxt):
+                widget.hide()
+                self._head.addWidget(widget)
+            self._version_parts = (prev, label, nxt)
+        return self._version_parts
+
+    @property
+    def prev_button(self) -> QToolButton:
+        return self._versions_ui()[0]
+
+    @property
+    def version_label(self) -> QLabel:
+        return self._versions_ui()[1]
+
+    @property
+    def next_button(self) -> QToolButton:
+        return self._versions_ui()[2]
+
+    def _thinking_ui(self) -> tuple[QToolButton, QFrame, StreamText]:
+        if self._thinking_parts is None:
+            button = QToolButton()
+            button.setObjectName("ThinkingToggle")
+            button.setCheckable(True)
+            button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+            button.setArrowType(Qt.ArrowType.RightArrow)
+            button.setAutoRaise(True)
+            button.toggled.connect(self._toggle_thinking)
+            box = QFrame()  # draws the rule at the left of the thinking text
+            box.setObjectName("ThinkingBox")
+            box_layout = QVBoxLayout(box)
+            box_layout.setContentsMargins(10, 0, 0, 0)
+            text = StreamText()
+            text.setObjectName("ThinkingText")
+            box_layout.addWidget(text)
+            for widget in (button, box, text):
+                widget.hide()
+            at = self._layout.indexOf(self.body_box)
+            self._layout.insertWidget(at, button, 0, Qt.AlignmentFlag.AlignLeft)
+            self._layout.insertWidget(at + 1, box)
+            self._thinking_parts = (button, box, text)
+        return self._thinking_parts
+
+    @property
+    def thinking_button(self) -> QToolButton:
+        return self._thinking_ui()[0]
+
+    @property
+    def thinking_box(self) -> QFrame:
+        return self._thinking_ui()[1]
+
+    @property
+    def thinking(self) -> StreamText:
+        return self._thinking_ui()[2]
+
+    @property
+    def stopped(self) -> QLabel:
+        if self._stopped is None:
+            self._stopped = QLabel("stopped")
+            self._stopped.setObjectName("StoppedMarker")
+            self._stopped.hide()
+            self._layout.insertWidget(self._layout.indexOf(self.body_box) + 1, self._stopped)
+        return self._stopped
+
+    def _error_ui(self) -> tuple[QFrame, QLabel, QPushButton, dict[str, QPushButton]]:
+        if self._error_parts is None:
+            box = QFrame()
+            box.setObjectName("ErrorBox")
+            error_layout = QHBoxLayout(box)
+            error_layout.setContentsMargins(10, 8, 8, 8)
+            error_layout.setSpacing(10)
+            text = QLabel()
+            text.setObjectName("ErrorText")
+            text.setWordWrap(True)
+            text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            error_layout.addWidget(text, 1)
+            retry = QPushButton("Retry")
+            retry.setObjectName("RetryButton")
+            retry.setCursor(Qt.CursorShape.PointingHandCursor)
+            retry.clicked.connect(self._retry)
+            error_layout.addWidget(retry, 0, Qt.AlignmentFlag.AlignTop)
+            # "Context too long" offers two ways out (local agents): leave out the oldest
+            # turns, or raise the agent's context size; both then retry.
+            fit: dict[str, QPushButton] = {}
+            for key, label, tip in (
+                (
+                    "fit_drop",
+                    "Drop oldest turns",
+                    "Send again without the oldest turns (they stay in the conversation)",
+                ),
+                (
+                    "fit_raise",
+                    "Raise context",
+                    "Raise the agent's context size (n_ctx) and send again",
+                ),
+            ):
+                button = QPushButton(label)
+                button.setObjectName("RetryButton")
+                button.setToolTip(tip)
+                button.setCursor(Qt.CursorShape.PointingHandCursor)
+                button.clicked.connect(self._fit_slot(key))
+                button.hide()
+                error_layout.addWidget(button, 0, Qt.AlignmentFlag.AlignTop)
+                fit[key] = button
+            box.hide()
+            self._layout.insertWidget(self._layout.indexOf(self.footer), box)
+            self._error_parts = (box, text, retry, fit)
+            self._enable_parts()
+        return self._error_parts
+
+    @property
+    def error_box(self) -> QFrame:
+        return self._error_ui()[0]
+
+    @property
+    def error_text(self) -> QLabel:
+        return self._error_ui()[1]
+
+    @property
+    def retry_button(self) -> QPushButton:
+        return self._error_ui()[2]
+
+    @property
+    def fit_buttons(self) -> dict[str, QPushButton]:
+        return self._error_ui()[3]
+
     # actions ---------------------------------------------------------------------------------
     def _action_slot(self, key: str) -> Callable[[], None]:
         # A plain closure: lambdas with default arguments on clicked(bool) upset PySide's
@@ -359,19 +403,22 @@ class MessageBubble(QFrame):
 
     def set_busy(self, busy: bool) -> None:
         """While a reply streams, nothing that starts another turn or reshapes the path."""
+        self._busy = busy
         for key in ("edit", "regenerate", "continue", "delete"):
             self.action_buttons[key].setEnabled(not busy)
-        self.retry_button.setEnabled(not busy)
-        for button in self.fit_buttons.values():
-            button.setEnabled(not busy)
-        if busy:
-            self.prev_button.setEnabled(False)
-            self.next_button.setEnabled(False)
-        else:
+        self._enable_parts()
+
+    def _enable_parts(self) -> None:
+        if self._error_parts is not None:
+            _box, _text, retry, fit = self._error_parts
+            for button in (retry, *fit.values()):
+                button.setEnabled(not self._busy)
+        if self._version_parts is not None:
             self._show_versions(self._versions)
 
     def _toggle_thinking(self, shown: bool) -> None:
         self.thinking.setVisible(shown)
+        self.thinking_box.setVisible(shown)
         self.thinking_button.setArrowType(
             Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow
         )
@@ -405,15 +452,9 @@ class MessageBubble(QFrame):
             widget.hide()
             widget.deleteLater()
         self.segments = []
-        for chunk in self._chunks:
-            self.body_layout.removeWidget(chunk)
-            chunk.dispose()
-        for label in self._frozen:
-            self.body_layout.removeWidget(label)
-            label.hide()
-            label.deleteLater()
-        self._chunks = []
-        self._frozen = []
+        if self._stream is not None:
+            self.body_layout.removeWidget(self._stream)
+            self._stream.dispose()
         self._stream = None
 
     def _stream_widget(self) -> StreamText:
@@ -421,22 +462,18 @@ class MessageBubble(QFrame):
             self._clear_segments()
             self._markdown = False
             self.body.hide()
-            self._new_chunk()
+            self._stream = StreamText()
+            self._stream.setObjectName("BubbleText")
+            self._stream.before_grow = self._before_grow
+            self.body_layout.addWidget(self._stream)
             self.body_box.show()
             self._fit_width()
         assert self._stream is not None
         return self._stream
 
-    def _new_chunk(self) -> StreamText:
-        chunk = StreamText()
-        chunk.setObjectName("BubbleText")
-        self.body_layout.addWidget(chunk)
-        self._chunks.append(chunk)
-        self._stream = chunk
-        return chunk
-
-    def _append_chunked(self, text: str) -> None:
-        self._stream_widget().append_text(text)
+    def _before_grow(self, pixels: int) -> None:
+        if self.before_grow is not None:
+            self.before_grow(pixels)
 
     def set_streaming_text(self, text: str) -> None:
         """Replace the streamed text (a bubble built mid-stream, or a reopened conversation)."""
@@ -446,7 +483,7 @@ class MessageBubble(QFrame):
 
     def append_text(self, text: str) -> None:
         """Add streamed text at the end (called at most ~30x/s with what arrived since)."""
-        self._append_chunked(text)
+        self._stream_widget().append_text(text)
 
     def append_reasoning(self, text: str) -> None:
         if self.thinking_button.isHidden():
@@ -504,6 +541,17 @@ class MessageBubble(QFrame):
         self._show_footer()
         super().leaveEvent(event)
 
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        old = event.oldSize()
+        if old.width() != event.size().width() or old.height() <= 0:
+            self.update()
+        else:
+            # static contents: Qt repaints only the new strip, so the rounded bottom edge drawn
+            # at the old height must be repainted too
+            top = min(old.height(), event.size().height()) - BUBBLE_CORNER_PX
+            self.update(0, top, self.width(), self.height() - top)
+
     # width -----------------------------------------------------------------------------------
     def set_max_width(self, width: int) -> None:
         self._max_width = width
@@ -529,7 +577,7 @@ class MessageBubble(QFrame):
             )
         else:
             self.body_box.setMinimumWidth(min(self._natural_width(self._content, self.body), inner))
-        if not self.error_box.isHidden():
+        if self._error_parts is not None and not self._error_parts[0].isHidden():
             room = inner - self.retry_button.sizeHint().width() - 30
             natural = self._natural_width(self.error_text.text(), self.error_text)
             self.error_text.setMinimumWidth(max(120, min(natural, room)))
@@ -538,17 +586,20 @@ class MessageBubble(QFrame):
     def _show_versions(self, versions: Versions | None) -> None:
         self._versions = versions
         many = versions is not None and versions.count > 1
-        for w in (self.prev_button, self.version_label, self.next_button):
+        if not many and self._version_parts is None:
+            return
+        prev, label, nxt = self._versions_ui()
+        for w in (prev, label, nxt):
             w.setVisible(many)
         if versions is not None and many:
-            self.version_label.setText(f"{versions.index + 1}/{versions.count}")
-            self.prev_button.setEnabled(versions.index > 0)
-            self.next_button.setEnabled(versions.index < versions.count - 1)
+            label.setText(f"{versions.index + 1}/{versions.count}")
+            prev.setEnabled(versions.index > 0 and not self._busy)
+            nxt.setEnabled(versions.index < versions.count - 1 and not self._busy)
 
     @property
     def version_text(self) -> str:
         """ "‹ 2/3 ›" as shown, or "" when the message has one version."""
-        if self.version_label.isHidden():
+        if self._version_parts is None or self.version_label.isHidden():
             return ""
         return f"‹ {self.version_label.text()} ›"
 
@@ -583,13 +634,19 @@ class MessageBubble(QFrame):
         # an error with no text at all: no empty paragraph above the error box
         self.body_box.setVisible(bool(content) or message.status == "streaming")
 
-        if message.status != "streaming" or (message.reasoning and not self.thinking.length):
+        thinking = self._thinking_parts
+        if message.reasoning and (
+            message.status != "streaming" or thinking is None or not thinking[2].length
+        ):
             self.thinking.set_all(message.reasoning)
-            self.thinking_button.setVisible(bool(message.reasoning))
+            self.thinking_button.show()
+            self._show_thinking_label()
+        elif message.status != "streaming" and thinking is not None:
+            thinking[2].set_all(message.reasoning)
+            thinking[0].setVisible(bool(message.reasoning))
             self._show_thinking_label()
 
         cut = message.status in ("cancelled", "interrupted")
-        self.stopped.setVisible(cut)
         if cut:
             self.stopped.setText(
                 "stopped"
@@ -597,14 +654,19 @@ class MessageBubble(QFrame):
                 else "interrupted: SIMI Multi stopped while this reply was streaming"
             )
             self.stopped.setToolTip(message.error_text or "")
+            self.stopped.show()
+        elif self._stopped is not None:
+            self._stopped.hide()
 
         failed = message.status == "error"
-        self.error_box.setVisible(failed)
         if failed:
-            self.error_text.setText(message.error_text or "The reply failed.")
-        too_long = failed and message.error_kind == "context_too_long"
-        for button in self.fit_buttons.values():
-            button.setVisible(too_long)
+            box, text, _retry, fit = self._error_ui()
+            text.setText(message.error_text or "The reply failed.")
+            for button in fit.values():
+                button.setVisible(message.error_kind == "context_too_long")
+            box.show()
+        elif self._error_parts is not None:
+            self._error_parts[0].hide()
         state = "error" if failed else message.status
         if self.property("state") != state:
             self.setProperty("state", state)
@@ -631,11 +693,26 @@ class MessageBubble(QFrame):
         self._fit_width()
 
 
+class _Body(QWidget):
+    """The transcript's content: opaque (so the view can blit it) and static when it grows."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent, True)
+        self.setAttribute(Qt.WidgetAttribute.WA_StaticContents, True)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QPainter(self)
+        painter.fillRect(event.rect(), QColor(current_colors().surface))
+        painter.end()
+
+
 class MessageRow(QWidget):
     """Aligns a bubble: the person's messages right, replies left."""
 
     def __init__(self, bubble: MessageBubble) -> None:
         super().__init__()
+        self.setAttribute(Qt.WidgetAttribute.WA_StaticContents, True)
         self.bubble = bubble
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -690,7 +767,10 @@ class Transcript(QScrollArea):
         self.setWidgetResizable(True)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setFrameShape(QFrame.Shape.NoFrame)
-        body = QWidget()
+        # Scrolling blits (see scrollContentsBy): the view and the content paint opaquely.
+        self.viewport().setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent, True)
+        self._prescrolled = 0
+        body = _Body()
         body.setObjectName("TranscriptBody")
         self._layout = QVBoxLayout(body)
         self._layout.setContentsMargins(24, 16, 24, 16)
@@ -717,7 +797,6 @@ class Transcript(QScrollArea):
         self._footer_mode = "always"
         self._busy = False
         self._stick = True
-        self._anchor_from_bottom: int | None = None
         self._loading = False
         # Timers owned by the transcript (not singleShot closures tied to a bubble, which
         # PySide mishandles when the bubble is deleted before they fire).
@@ -733,7 +812,7 @@ class Transcript(QScrollArea):
         self._page_timer = QTimer(self)
         self._page_timer.setSingleShot(True)
         self._page_timer.setInterval(0)
-        self._page_timer.timeout.connect(self._page_on_edge)
+        self._page_timer.timeout.connect(self._prefetch)
         self.earlier_button.hide()
         self.later_button.hide()
         bar = self.verticalScrollBar()
@@ -741,28 +820,80 @@ class Transcript(QScrollArea):
         bar.rangeChanged.connect(self._on_range)
 
     # scrolling -------------------------------------------------------------------------------
+    def scrollContentsBy(self, dx: int, dy: int) -> None:
+        """Scroll by blitting the view (QScrollArea moves its widget, which repaints it all).
+
+        Moving the content with ``viewport().scroll`` copies what is on screen and paints only
+        the strip that comes into view; the content widget ends where QScrollArea would put it.
+        """
+        dy += self._prescrolled
+        self._prescrolled = 0
+        if dx or dy:
+            self.viewport().scroll(dx, dy)
+
+    def prescroll(self, pixels: int) -> None:
+        """A following reply is about to grow by ``pixels``: move the view up first.
+
+        Called before the text marks anything dirty, so Qt can blit the view (a dirty area
+        inside it forces a full repaint); the scroll bar catches up when the layout has grown,
+        and scrollContentsBy then skips what was already moved.
+        """
+        bar = self.verticalScrollBar()
+        if (
+            not self._stick
+            or self._loading
+            or not self.viewport().isVisible()
+            or bar.maximum() <= 0
+            or bar.value() != bar.maximum()
+        ):
+            return
+        self.viewport().scroll(0, -pixels)
+        self._prescrolled += pixels
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QPainter(self.viewport())
+        painter.fillRect(event.rect(), QColor(current_colors().surface))
+        painter.end()
+
     def _on_scrolled(self, value: int) -> None:
         bar = self.verticalScrollBar()
         self._stick = value >= bar.maximum() - STICK_MARGIN_PX and self._end >= len(self._path)
-        if self._loading or bar.maximum() == 0:
-            return
-        if (value == bar.minimum() and self._start > 0) or (
-            value == bar.maximum() and self._end < len(self._path)
-        ):
+        if not self._loading and self._near_unbuilt_edge() and not self._page_timer.isActive():
             self._page_timer.start()
 
-    def _page_on_edge(self) -> None:
+    def _near_unbuilt_edge(self) -> str | None:
+        """ "top"/"bottom" when the view is within PREFETCH_SCREENS of an edge with more beyond."""
         bar = self.verticalScrollBar()
-        if bar.value() == bar.minimum():
-            self.load_earlier()
-        elif bar.value() == bar.maximum():
-            self.load_later()
+        zone = self.viewport().height() * PREFETCH_SCREENS
+        if self._start > 0 and bar.value() - bar.minimum() < zone:
+            return "top"
+        if self._end < len(self._path) and bar.maximum() - bar.value() < zone:
+            return "bottom"
+        return None
+
+    def _prefetch(self) -> None:
+        """Build one BATCH of bubbles towards the edge the view is nearing; again next turn.
+
+        Bubbles are built ahead of the scroll, a few per event-loop turn, so reaching the top
+        of a long conversation never waits on a whole page being built at once.
+        """
+        if self._loading:
+            return
+        edge = self._near_unbuilt_edge()
+        if edge == "top":
+            self._grow_top(BATCH, PREFETCH_BUDGET_S)
+        elif edge == "bottom":
+            self._grow_bottom(BATCH, PREFETCH_BUDGET_S)
+        if edge is not None and self._near_unbuilt_edge():
+            self._page_timer.start()
+
+    @property
+    def prefetching(self) -> bool:
+        """True while more bubbles are about to be built near the view's edge."""
+        return self._page_timer.isActive()
 
     def _on_range(self, _minimum: int, maximum: int) -> None:
-        if self._anchor_from_bottom is not None:
-            self.verticalScrollBar().setValue(maximum - self._anchor_from_bottom)
-            self._anchor_from_bottom = None
-        elif self._stick:
+        if self._stick:
             self.verticalScrollBar().setValue(maximum)
 
     @property
@@ -771,7 +902,8 @@ class Transcript(QScrollArea):
 
     def scroll_to_bottom(self) -> None:
         if self._end < len(self._path):
-            self._show_window(max(0, len(self._path) - PAGE), len(self._path))
+            self._show_window(max(0, len(self._path) - FIRST_SCREEN), len(self._path))
+            self._page_timer.start()
         self._stick = True
         bar = self.verticalScrollBar()
         bar.setValue(bar.maximum())
@@ -796,6 +928,7 @@ class Transcript(QScrollArea):
         self, message: Message, stats: dict[str, Any] | None, versions: Versions | None
     ) -> MessageRow:
         bubble = MessageBubble(message, stats, versions, self._footer_mode)
+        bubble.before_grow = self._grow_hook(message.id)
         if message.status == "streaming" and message.id in self._live:
             bubble.set_streaming_text("".join(self._live[message.id]))
         bubble.set_max_width(self._bubble_width())
@@ -810,15 +943,37 @@ class Transcript(QScrollArea):
         self._bubbles[message.id] = bubble
         return MessageRow(bubble)
 
-    def _build(self, messages: list[Message]) -> list[MessageRow]:
+    def _grow_hook(self, message_id: int) -> Callable[[int], None]:
+        def grow(pixels: int) -> None:
+            if self._rows and self._rows[-1].bubble.message_id == message_id:  # the followed one
+                self.prescroll(pixels)
+
+        return grow
+
+    def _build(
+        self, messages: list[Message], budget_s: float | None = None, from_end: bool = False
+    ) -> list[MessageRow]:
+        """Rows for ``messages``; with a budget, as many as fit in it (at least one), taken
+        from the end nearest the built window when ``from_end``."""
         stats, versions = self._fetch(messages)
-        return [self._make_row(m, stats.get(m.id), versions.get(m.id)) for m in messages]
+        rows: list[MessageRow] = []
+        began = time.perf_counter()
+        for m in reversed(messages) if from_end else messages:
+            rows.append(self._make_row(m, stats.get(m.id), versions.get(m.id)))
+            if budget_s is not None and time.perf_counter() - began > budget_s:
+                break
+        if from_end:
+            rows.reverse()
+        return rows
 
     def _insert_rows(self, at: int, rows: list[MessageRow]) -> None:
         # layout: [earlier, empty, rows..., later, stretch]
         base = 2
         for offset, row in enumerate(rows):
             self._layout.insertWidget(base + at + offset, row)
+            # shown (and polished) now: the layout would show it a loop turn later, and until
+            # then it takes no room, so keeping the view in place would measure wrong heights
+            row.show()
         self._rows[at:at] = rows
 
     def _drop_rows(self, rows: list[MessageRow]) -> None:
@@ -849,16 +1004,17 @@ class Transcript(QScrollArea):
         ids = [m.id for m in self._path]
         if focus_id is not None and focus_id in ids:
             index = ids.index(focus_id)
-            start = max(0, index - PAGE // 2)
-            end = min(len(ids), start + PAGE)
+            start = max(0, index - FIRST_SCREEN // 2)
+            end = min(len(ids), start + FIRST_SCREEN)
             self._stick = False
         else:
             end = len(ids)
-            start = max(0, end - PAGE)
+            start = max(0, end - FIRST_SCREEN)
             self._stick = True
         self._show_window(start, end)
         if focus_id is not None:
             self.reveal(focus_id)
+        self._page_timer.start()  # the rest of the screen and a screen beyond, in batches
 
     def reveal(self, message_id: int) -> None:
         """Scroll so the message is in view and mark it briefly (search hits)."""
@@ -867,8 +1023,9 @@ class Transcript(QScrollArea):
             return
         index = ids.index(message_id)
         if not self._start <= index < self._end:
-            start = max(0, index - PAGE // 2)
-            self._show_window(start, min(len(ids), start + PAGE))
+            start = max(0, index - FIRST_SCREEN // 2)
+            self._show_window(start, min(len(ids), start + FIRST_SCREEN))
+            self._page_timer.start()
         bubble = self._bubbles.get(message_id)
         if bubble is None:
             return
@@ -896,52 +1053,67 @@ class Transcript(QScrollArea):
             _repolish(bubble)
 
     def load_earlier(self) -> None:
+        """A page of earlier messages ("Show earlier messages"); the view stays where it is."""
+        self._grow_top(PAGE)
+
+    def load_later(self) -> None:
+        self._grow_bottom(PAGE)
+
+    def _relayout_now(self) -> None:
+        """Positions and the scroll range up to date now, not after posted layout requests."""
+        layout = self.widget().layout()
+        if layout is not None:
+            layout.activate()
+        QCoreApplication.sendEvent(self, QEvent(QEvent.Type.LayoutRequest))
+
+    def _anchor(self) -> tuple[MessageRow, int] | None:
+        """The first row at the top of the view, and how far above the view's top it starts."""
+        value = self.verticalScrollBar().value()
+        for row in self._rows:
+            if row.y() + row.height() > value:
+                return row, value - row.y()
+        return None
+
+    def _restore(self, anchor: tuple[MessageRow, int] | None) -> None:
+        self._relayout_now()
+        if anchor is not None and anchor[0] in self._rows:
+            self.verticalScrollBar().setValue(anchor[0].y() + anchor[1])
+
+    def _grow_top(self, count: int, budget_s: float | None = None) -> None:
         if self._start == 0 or self._loading:
             return
         self._loading = True
         try:
-            bar = self.verticalScrollBar()
-            self._anchor_from_bottom = bar.maximum() - bar.value()
-            new_start = max(0, self._start - PAGE)
-            self._insert_rows(0, self._build(self._path[new_start : self._start]))
-            self._start = new_start
+            anchor = self._anchor()
+            first = max(0, self._start - count)
+            rows = self._build(self._path[first : self._start], budget_s, from_end=True)
+            self._insert_rows(0, rows)
+            self._start -= len(rows)
             extra = (self._end - self._start) - MAX_LOADED
             if extra > 0:
                 self._drop_rows(self._rows[-extra:])
                 self._end -= extra
-                # the anchor was measured from a bottom that is now gone: keep the top instead
-                self._anchor_from_bottom = None
-                self.widget().layout().activate()
-                self._keep_top_rows_in_view(PAGE)
             self._update_chrome()
+            self._restore(anchor)
         finally:
             self._loading = False
 
-    def _keep_top_rows_in_view(self, count: int) -> None:
-        if count < len(self._rows):
-            self.widget().layout().activate()
-            self.verticalScrollBar().setValue(self._rows[count].y())
-
-    def load_later(self) -> None:
+    def _grow_bottom(self, count: int, budget_s: float | None = None) -> None:
         if self._end >= len(self._path) or self._loading:
             return
         self._loading = True
         try:
-            new_end = min(len(self._path), self._end + PAGE)
-            self._insert_rows(len(self._rows), self._build(self._path[self._end : new_end]))
-            self._end = new_end
+            anchor = self._anchor()
+            last = min(len(self._path), self._end + count)
+            rows = self._build(self._path[self._end : last], budget_s)
+            self._insert_rows(len(self._rows), rows)
+            self._end += len(rows)
             extra = (self._end - self._start) - MAX_LOADED
             if extra > 0:
-                bar = self.verticalScrollBar()
-                self.widget().layout().activate()
-                first_kept = self._rows[extra]
-                shift = first_kept.y() - self._rows[0].y()
-                value = bar.value()
                 self._drop_rows(self._rows[:extra])
                 self._start += extra
-                self.widget().layout().activate()
-                bar.setValue(max(0, value - shift))
             self._update_chrome()
+            self._restore(anchor)
         finally:
             self._loading = False
 
@@ -1015,6 +1187,26 @@ class Transcript(QScrollArea):
         bubble = self._bubbles.get(message_id)
         if bubble is not None:
             bubble.append_text(text)
+            self._settle(bubble)
+            if self._prescrolled:  # the content did not grow as announced: put the view back
+                self.viewport().scroll(0, self._prescrolled)
+                self._prescrolled = 0
+
+    def _settle(self, bubble: MessageBubble) -> None:
+        """Lay out the grown bubble now, bottom-up, instead of one posted request per level.
+
+        Qt would propagate the new height one event-loop pass per widget (text, bubble, row,
+        content, scroll bars) and paint in between, with the view already moved up by
+        ``prescroll`` but the content not yet grown. Done here, the flush is one consistent
+        frame: the blitted view plus the strip of new text.
+        """
+        row = bubble.parentWidget()
+        for layout in (bubble.body_layout, bubble.layout(), row.layout() if row else None):
+            if layout is not None:
+                layout.activate()
+        body_layout = self.widget().layout()
+        if body_layout is not None and body_layout.activate():
+            QCoreApplication.sendEvent(self, QEvent(QEvent.Type.LayoutRequest))
 
     def append_reasoning(self, message_id: int, text: str) -> None:
         bubble = self._bubbles.get(message_id)

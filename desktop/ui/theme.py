@@ -231,9 +231,9 @@ QToolButton#VersionButton:disabled {{ color: {c.border}; }}
 #VersionLabel {{ color: {c.muted}; font-size: 11px; }}
 QToolButton#ThinkingToggle {{ color: {c.muted}; border: none; font-size: 12px;
               font-style: italic; padding: 0; background: transparent; }}
-QTextEdit#ThinkingText {{ color: {c.muted}; background: transparent;
-              border-left: 2px solid {c.border}; padding-left: 8px; }}
-QTextEdit#BubbleText {{ color: {c.text}; background: transparent; border: none; }}
+QFrame#ThinkingBox {{ background: transparent; border: none;
+              border-left: 2px solid {c.border}; }}
+#ThinkingText {{ color: {c.muted}; background: transparent; }}
 QFrame#CodeBlock {{ background: {c.code_bg}; border: 1px solid {c.border};
               border-radius: 8px; }}
 QFrame#CodeHeader {{ background: transparent; border: none;

@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-from desktop.ui.message_view import MAX_LOADED, PAGE
+from desktop.ui.message_view import FIRST_SCREEN, MAX_LOADED, PAGE
 from tests.ui.conftest import limit_starter
 
 REPLY_TIMEOUT_MS = 60_000
@@ -192,14 +192,49 @@ def test_a_5000_message_conversation_opens_as_a_window_and_pages_on_scroll(
         parent = store.add_message(conv.id, "assistant", f"a{i}", parent_id=parent).id
     window.open_conversation(conv.id)
     transcript = window.transcript
-    assert len(transcript.bubbles()) == PAGE
+    # the first screen at once, then a screen and a half beyond it, a batch per loop turn
+    assert len(transcript.bubbles()) == FIRST_SCREEN
     assert transcript.bubbles()[-1].text == "a2499"
+    qtbot.waitUntil(lambda: not transcript.prefetching)
+    built = len(transcript.bubbles())
+    assert FIRST_SCREEN < built < 200
+    start = transcript.window_range[0]
     for _ in range(5):
-        transcript.load_earlier()
+        transcript.load_earlier()  # "Show earlier messages": a page each
     assert len(transcript.bubbles()) <= MAX_LOADED
-    assert transcript.window_range[0] == 5000 - 6 * PAGE
+    assert transcript.window_range[0] == start - 5 * PAGE
     transcript.scroll_to_bottom()
     assert transcript.bubbles()[-1].text == "a2499"
+
+
+def test_scrolling_up_builds_earlier_bubbles_ahead_and_the_view_does_not_jump(
+    qtbot: Any, window: Any, services: Any
+) -> None:
+    store = services.conversations
+    conv = store.create(window.current_agent.id, "Long")
+    parent = None
+    for i in range(300):
+        parent = store.add_message(conv.id, "user", f"question {i}", parent_id=parent).id
+        parent = store.add_message(conv.id, "assistant", f"answer {i}", parent_id=parent).id
+    window.open_conversation(conv.id)
+    transcript = window.transcript
+    bar = transcript.verticalScrollBar()
+    qtbot.waitUntil(lambda: not transcript.prefetching)
+    seen_top = []
+    for _ in range(400):  # flick up a screen at a time, as a wheel or PageUp would
+        if bar.value() == 0 and transcript.window_range[0] == 0:
+            break
+        bar.setValue(bar.value() - transcript.viewport().height())
+        row = transcript._anchor()
+        assert row is not None
+        before = (row[0].bubble.message_id, row[1])
+        QApplication.processEvents()  # one prefetch batch may land above the view
+        after = transcript._anchor()
+        assert after is not None and (after[0].bubble.message_id, after[1]) == before
+        assert len(transcript.bubbles()) <= MAX_LOADED
+        seen_top.append(transcript.bubbles()[0].text)
+    assert transcript.window_range[0] == 0 and bar.value() == 0
+    assert transcript.bubbles()[0].text == "question 0"
 
 
 def test_markdown_code_copy_links_and_images_without_fetching(

@@ -1,0 +1,171 @@
+"""The streaming reply on screen: exact text, auto-follow, and painting only what changed.
+
+These use the real widgets on the offscreen platform. "What is on screen" is the window's
+backing store (``QScreen.grabWindow``), which holds what incremental painting left there;
+``QWidget.grab()`` renders everything afresh. The two must be identical: a stale pixel (a
+bubble edge left behind by a partial repaint, a strip not repainted after a blit) fails.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from PySide6.QtCore import QEvent, QObject
+from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QApplication
+
+from desktop.store.conversations import Message
+from desktop.ui import theme
+from desktop.ui.message_view import Transcript
+from desktop.ui.stream_text import FREEZE_LINES, StreamText
+
+WORDS = [
+    "the",
+    "keeper",
+    "climbed",
+    "the",
+    "stairs",
+    "and",
+    "watched",
+    "the",
+    "long",
+    "grey",
+    "line",
+    "of",
+    "the",
+    "sea",
+]
+
+
+def _tokens(start: int, count: int) -> str:
+    return "".join(
+        " " + WORDS[i % len(WORDS)] + ("\n\n" if i % 50 == 49 else "")
+        for i in range(start, start + count)
+    )
+
+
+def _streaming(message_id: int = 1) -> Message:
+    return Message(message_id, 1, "assistant", "", "streaming", None, None, None, "A", "m", "", "")
+
+
+def _settle(app: QApplication) -> None:
+    for _ in range(4):
+        app.processEvents()
+
+
+class _BodyPaint(QObject):
+    """Area the transcript's content widget painted (full repaint = the whole view)."""
+
+    def __init__(self, body: QObject) -> None:
+        super().__init__()
+        self.body = body
+        self.pixels = 0
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.body and event.type() == QEvent.Type.Paint:
+            self.pixels += sum(r.width() * r.height() for r in event.region())  # type: ignore[attr-defined]
+        return False
+
+
+def _on_screen_matches_fresh_render(app: QApplication, transcript: Transcript) -> bool:
+    screen = app.primaryScreen().grabWindow(transcript.winId()).toImage()
+    fresh = transcript.grab().toImage()
+    fmt = QImage.Format.Format_RGB32
+    return screen.convertToFormat(fmt) == fresh.convertToFormat(fmt)
+
+
+@pytest.fixture
+def transcript(qapp: QApplication) -> Any:
+    view = Transcript()
+    view.resize(900, 700)
+    view.show()
+    view.add_message(_streaming())
+    _settle(qapp)
+    yield view
+    view.close()
+    view.deleteLater()
+    _settle(qapp)
+
+
+def test_streamed_text_is_exact_and_lays_out_like_the_whole_text(qapp: QApplication) -> None:
+    rng = random.Random(5)
+    # prose with paragraphs, then one 20,000-character paragraph with no newline at all
+    text = _tokens(0, 400) + "\n" + "".join(rng.choice(WORDS) + " " for _ in range(4000))
+    streamed, whole = StreamText(), StreamText()
+    for widget in (streamed, whole):
+        widget.resize(480, 10)
+        widget.show()
+    _settle(qapp)
+    at = 0
+    while at < len(text):
+        step = rng.randint(1, 200)
+        streamed.append_text(text[at : at + step])
+        at += step
+    whole.set_all(text)
+
+    assert streamed.toPlainText() == text and streamed.length == len(text)
+    # the live piece stays short however long the paragraph: appends do not re-lay out it all
+    tail = streamed._pieces[-1].layout
+    assert tail is not None and tail.lineCount() <= FREEZE_LINES + 1
+    assert streamed.piece_count > 20
+    # splitting the long paragraph into pieces breaks lines exactly where one layout would
+    assert streamed.height() == whole.height()
+    streamed.resize(300, streamed.height())
+    whole.resize(300, whole.height())
+    assert streamed.height() == whole.height() > 480
+    assert streamed.toPlainText() == text
+    streamed.close()
+    whole.close()
+
+
+def test_the_view_follows_the_reply_until_scrolled_up(
+    qapp: QApplication, transcript: Transcript
+) -> None:
+    bar = transcript.verticalScrollBar()
+    for start in range(0, 3000, 33):
+        transcript.append_text(1, _tokens(start, 33))
+        _settle(qapp)
+        assert bar.value() == bar.maximum()
+    assert bar.maximum() > 2000 and transcript.following
+
+    bar.setValue(bar.maximum() - 400)  # the person scrolls up to read
+    _settle(qapp)
+    assert not transcript.following
+    held, longest = bar.value(), bar.maximum()
+    for start in range(3000, 3600, 33):
+        transcript.append_text(1, _tokens(start, 33))
+        _settle(qapp)
+    assert bar.value() == held and bar.maximum() > longest
+    assert _on_screen_matches_fresh_render(qapp, transcript)
+
+    transcript.scroll_to_bottom()
+    transcript.append_text(1, _tokens(3600, 200))
+    _settle(qapp)
+    assert transcript.following and bar.value() == bar.maximum()
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_streaming_paints_only_the_new_strip_and_leaves_no_stale_pixels(
+    qapp: QApplication, transcript: Transcript, dark: bool
+) -> None:
+    theme.install(qapp, dark=dark)
+    _settle(qapp)
+    for start in range(0, 3000, 500):
+        transcript.append_text(1, _tokens(start, 500))
+        _settle(qapp)
+    spy = _BodyPaint(transcript.widget())
+    qapp.installEventFilter(spy)
+    flushes = 30
+    try:
+        for k in range(flushes):
+            transcript.append_text(1, _tokens(3000 + 33 * k, 33))
+            _settle(qapp)
+    finally:
+        qapp.removeEventFilter(spy)
+    view_area = transcript.viewport().width() * transcript.viewport().height()
+    # a flush that moved the view by repainting it all would paint ~view_area each time
+    assert spy.pixels / flushes < 0.3 * view_area
+    assert _on_screen_matches_fresh_render(qapp, transcript)
+    theme.install(qapp, dark=False)
