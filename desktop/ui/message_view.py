@@ -578,9 +578,12 @@ class MessageBubble(QFrame):
         else:
             self.body_box.setMinimumWidth(min(self._natural_width(self._content, self.body), inner))
         if self._error_parts is not None and not self._error_parts[0].isHidden():
-            room = inner - self.retry_button.sizeHint().width() - 30
-            natural = self._natural_width(self.error_text.text(), self.error_text)
-            self.error_text.setMinimumWidth(max(120, min(natural, room)))
+            _box, text, retry, fit = self._error_parts
+            buttons = [b for b in (retry, *fit.values()) if not b.isHidden()]
+            # the text wraps beside every button shown (Retry, and the two context ones)
+            room = inner - sum(b.sizeHint().width() + 10 for b in buttons) - 20
+            natural = self._natural_width(text.text(), text)
+            text.setMinimumWidth(max(120, min(natural, room)))
 
     # state -----------------------------------------------------------------------------------
     def _show_versions(self, versions: Versions | None) -> None:

@@ -169,3 +169,22 @@ def test_streaming_paints_only_the_new_strip_and_leaves_no_stale_pixels(
     assert spy.pixels / flushes < 0.3 * view_area
     assert _on_screen_matches_fresh_render(qapp, transcript)
     theme.install(qapp, dark=False)
+
+
+def test_a_context_error_wraps_its_text_beside_all_three_buttons(qapp: QApplication) -> None:
+    view = Transcript()
+    view.resize(900, 600)
+    view.show()
+    error = "The conversation is longer than the context (2048 tokens). " * 2
+    view.show_path(
+        [Message(1, 1, "assistant", "", "error", error, "context_too_long", None, "A", "m", "", "")]
+    )
+    _settle(qapp)
+    bubble = view.bubble(1)
+    assert bubble is not None
+    buttons = [bubble.retry_button, *bubble.fit_buttons.values()]
+    assert all(not b.isHidden() for b in buttons)
+    text = bubble.error_text.geometry()
+    assert all(text.right() < b.geometry().left() for b in buttons)  # nothing drawn over it
+    assert text.height() > bubble.error_text.fontMetrics().height() * 1.5  # it wraps instead
+    view.close()
