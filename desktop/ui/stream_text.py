@@ -14,6 +14,8 @@ pieces, each its own QTextLayout with its top cached:
   the new strip is painted (``Transcript.prescroll``).
 
 On a width change every piece is laid out again from the joined paragraphs (rare, and linear).
+Text can be selected with the mouse while it streams (drag, double-click a word, Ctrl+A) and
+copied (Ctrl+C or the context menu); offsets are those of ``toPlainText()``.
 """
 
 from __future__ import annotations
@@ -24,14 +26,20 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QPointF, QRect, QRectF, QSize, Qt
 from PySide6.QtGui import (
+    QContextMenuEvent,
     QFontMetricsF,
+    QGuiApplication,
+    QKeyEvent,
+    QKeySequence,
+    QMouseEvent,
     QPainter,
     QPaintEvent,
+    QPalette,
     QResizeEvent,
     QTextLayout,
     QTextOption,
 )
-from PySide6.QtWidgets import QSizePolicy, QWidget
+from PySide6.QtWidgets import QMenu, QSizePolicy, QWidget
 
 FREEZE_LINES = 12  # the live piece is split once it wraps to more lines than this
 
@@ -63,6 +71,11 @@ class StreamText(QWidget):
         self._option = QTextOption()
         self._option.setWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
         self.before_grow: Callable[[int], None] | None = None
+        self._selection: tuple[int, int] | None = None  # [start, end) in toPlainText()
+        self._press_at: int | None = None
+        self.setCursor(Qt.CursorShape.IBeamCursor)
+        self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        self.setContextMenuPolicy(Qt.ContextMenuPolicy.DefaultContextMenu)
         self._fit()
 
     # text -------------------------------------------------------------------------------------
@@ -204,14 +217,117 @@ class StreamText(QWidget):
         clip = QRectF(rect)
         bottom = rect.bottom() + 1
         pieces = self._pieces
-        for index in range(max(0, bisect_right(self._tops, rect.top()) - 1), len(pieces)):
+        first = max(0, bisect_right(self._tops, rect.top()) - 1)
+        starts = self._starts() if self._selection else None
+        for index in range(first, len(pieces)):
             piece = pieces[index]
             if piece.top > bottom:
                 break
             if piece.layout is not None:
+                ranges = self._selection_ranges(piece, starts[index]) if starts else []
                 # the clip (painter coordinates) makes draw() skip lines outside it
-                piece.layout.draw(painter, QPointF(0, piece.top), [], clip)
+                piece.layout.draw(painter, QPointF(0, piece.top), ranges, clip)
         painter.end()
+
+    # selection --------------------------------------------------------------------------------
+    def _starts(self) -> list[int]:
+        """Where each piece begins in toPlainText()."""
+        starts: list[int] = []
+        at = 0
+        for piece in self._pieces:
+            starts.append(at)
+            at += len(piece.text) + (0 if piece.continues else 1)
+        return starts
+
+    def _selection_ranges(self, piece: _Piece, start: int) -> list[QTextLayout.FormatRange]:
+        assert self._selection is not None
+        low, high = self._selection
+        a, b = max(low, start), min(high, start + len(piece.text))
+        if a >= b:
+            return []
+        selected = QTextLayout.FormatRange()
+        selected.start, selected.length = a - start, b - a
+        palette = self.palette()
+        selected.format.setBackground(palette.color(QPalette.ColorRole.Highlight))
+        selected.format.setForeground(palette.color(QPalette.ColorRole.HighlightedText))
+        return [selected]
+
+    def offset_at(self, point: QPointF) -> int:
+        """The toPlainText() offset nearest a point in the widget."""
+        if self._width <= 0:
+            return 0
+        index = max(0, bisect_right(self._tops, point.y()) - 1)
+        piece = self._pieces[index]
+        start = self._starts()[index]
+        layout = piece.layout
+        if layout is None or layout.lineCount() == 0:
+            return start
+        y = point.y() - piece.top
+        line = layout.lineAt(layout.lineCount() - 1)
+        for n in range(layout.lineCount()):
+            candidate = layout.lineAt(n)
+            if y < candidate.y() + candidate.height():
+                line = candidate
+                break
+        return start + min(len(piece.text), line.xToCursor(point.x()))
+
+    @property
+    def selected_text(self) -> str:
+        if not self._selection:
+            return ""
+        low, high = self._selection
+        return self.toPlainText()[low:high]
+
+    def select(self, start: int, end: int) -> None:
+        low, high = sorted((max(0, start), max(0, end)))
+        self._selection = (low, min(high, self._length)) if high > low else None
+        self.update()
+
+    def select_all(self) -> None:
+        self.select(0, self._length)
+
+    def copy(self) -> None:
+        if self.selected_text:
+            QGuiApplication.clipboard().setText(self.selected_text)
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        if event.button() == Qt.MouseButton.LeftButton:
+            self._press_at = self.offset_at(event.position())
+            self.select(self._press_at, self._press_at)
+        super().mousePressEvent(event)
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        if self._press_at is not None:
+            self.select(self._press_at, self.offset_at(event.position()))
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
+        self._press_at = None
+        super().mouseReleaseEvent(event)
+
+    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:
+        text = self.toPlainText()
+        at = self.offset_at(event.position())
+        low = high = at
+        while low > 0 and (text[low - 1].isalnum() or text[low - 1] == "_"):
+            low -= 1
+        while high < len(text) and (text[high].isalnum() or text[high] == "_"):
+            high += 1
+        self.select(low, high)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.matches(QKeySequence.StandardKey.Copy):
+            self.copy()
+        elif event.matches(QKeySequence.StandardKey.SelectAll):
+            self.select_all()
+        else:
+            super().keyPressEvent(event)
+
+    def contextMenuEvent(self, event: QContextMenuEvent) -> None:
+        menu = QMenu(self)
+        copy = menu.addAction("Copy", self.copy)
+        copy.setEnabled(bool(self._selection))
+        menu.addAction("Select all", self.select_all)
+        menu.exec(event.globalPos())
 
     def dispose(self) -> None:
         self.before_grow = None

@@ -12,8 +12,8 @@ import random
 from typing import Any
 
 import pytest
-from PySide6.QtCore import QEvent, QObject
-from PySide6.QtGui import QImage
+from PySide6.QtCore import QEvent, QObject, QPoint, Qt
+from PySide6.QtGui import QGuiApplication, QImage
 from PySide6.QtWidgets import QApplication
 
 from desktop.store.conversations import Message
@@ -188,3 +188,34 @@ def test_a_context_error_wraps_its_text_beside_all_three_buttons(qapp: QApplicat
     assert all(text.right() < b.geometry().left() for b in buttons)  # nothing drawn over it
     assert text.height() > bubble.error_text.fontMetrics().height() * 1.5  # it wraps instead
     view.close()
+
+
+def test_streaming_text_can_be_selected_and_copied(qtbot: Any, qapp: QApplication) -> None:
+    widget = StreamText()
+    widget.resize(420, 10)
+    widget.show()
+    _settle(qapp)
+    first, second = "Lighthouses guide ships past rocks.", "The keeper trims the wick nightly."
+    widget.append_text(first + "\n")
+    widget.append_text(second[:10])
+    widget.append_text(second[10:])  # still streaming: the text arrives in pieces
+
+    def point(piece: int, char: int) -> QPoint:
+        layout = widget._pieces[piece].layout
+        assert layout is not None
+        line = layout.lineForTextPosition(char)
+        x, _ = line.cursorToX(char)
+        return QPoint(int(x) + 1, int(widget._pieces[piece].top + line.y() + line.height() / 2))
+
+    qtbot.mouseDClick(widget, Qt.MouseButton.LeftButton, pos=point(1, second.index("keeper") + 2))
+    assert widget.selected_text == "keeper"
+
+    qtbot.mousePress(widget, Qt.MouseButton.LeftButton, pos=point(0, first.index("ships")))
+    qtbot.mouseMove(widget, point(1, second.index("trims")))
+    qtbot.mouseRelease(widget, Qt.MouseButton.LeftButton, pos=point(1, second.index("trims")))
+    expected = first[first.index("ships") :] + "\n" + second[: second.index("trims")]
+    assert widget.selected_text == expected
+    QGuiApplication.clipboard().clear()
+    qtbot.keyClick(widget, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
+    assert QGuiApplication.clipboard().text() == expected
+    widget.close()
