@@ -14,7 +14,10 @@ Prints one JSON object.
     as in the app (an earlier version forced a full repaint per flush, which measured how full
     the screen was rather than what a flush costs); ``painted_px_per_flush`` reports the area
     painted (pixels of widget area, summed over the widgets painted), so a regression that
-    repaints the whole view again shows up there.
+    repaints the whole view again shows up there. Two cases: the reply alone in a new
+    conversation (its first 100 tokens fit on screen, so nothing scrolls yet, while the
+    10,000-token reply scrolls every flush: this ratio also holds the cost of following), and
+    the reply after a screen of earlier messages (both scroll; only the length differs).
 """
 
 from __future__ import annotations
@@ -112,9 +115,20 @@ def settle(app: QApplication) -> None:
         app.processEvents()
 
 
-def marginal_cost(app: QApplication, prior_tokens: int, measured: int = 99) -> tuple[float, float]:
+def earlier(message_id: int) -> Message:
+    role = "user" if message_id % 2 else "assistant"
+    text = "".join(token(i) for i in range(message_id * 40, message_id * 40 + 40)).strip()
+    return Message(message_id, 1, role, text, "complete", None, None, None, "Bench", "m", "", "")
+
+
+def marginal_cost(
+    app: QApplication, prior_tokens: int, measured: int = 99, earlier_messages: int = 0
+) -> tuple[float, float]:
     """(microseconds per token, painted pixels per flush) for ``measured`` more tokens."""
     transcript = make_transcript()
+    if earlier_messages:
+        transcript.show_path([earlier(100 + k) for k in range(earlier_messages)])
+        settle(app)
     transcript.add_message(streaming_message(1))
     batch = 33  # tokens per flush at 1,000 tok/s and ~30 flushes/s
     for start in range(0, prior_tokens, 500):
@@ -201,22 +215,25 @@ def main() -> None:
     theme.install(app, dark=False)
     loop = new_loop(app)
     asyncio.events._set_running_loop(loop)
-    shorts = [marginal_cost(app, 0) for _ in range(7)]
-    longs = [marginal_cost(app, 9_900) for _ in range(7)]
-    short = statistics.median(us for us, _ in shorts)
-    long = statistics.median(us for us, _ in longs)
-    asyncio.events._set_running_loop(None)
-    result = {
-        "lag_idle_reference": lag_run(app, loop, stream=False, seconds=3.0),
-        "lag_streaming_1000_tok_s": lag_run(app, loop, stream=True, seconds=10.0),
-        "per_token": {
+    per_token = {}
+    for case, earlier_messages in (("empty_conversation", 0), ("after_a_screen_of_messages", 8)):
+        shorts = [marginal_cost(app, 0, earlier_messages=earlier_messages) for _ in range(11)]
+        longs = [marginal_cost(app, 9_900, earlier_messages=earlier_messages) for _ in range(11)]
+        short = statistics.median(us for us, _ in shorts)
+        long = statistics.median(us for us, _ in longs)
+        per_token[case] = {
             "reply_100_tokens_us": round(short, 1),
             "reply_10000_tokens_us": round(long, 1),
             "ratio": round(long / short, 2),
             "target_ratio": 1.5,
             "painted_px_per_flush_100": round(statistics.median(px for _, px in shorts)),
             "painted_px_per_flush_10000": round(statistics.median(px for _, px in longs)),
-        },
+        }
+    asyncio.events._set_running_loop(None)
+    result = {
+        "lag_idle_reference": lag_run(app, loop, stream=False, seconds=3.0),
+        "lag_streaming_1000_tok_s": lag_run(app, loop, stream=True, seconds=10.0),
+        "per_token": per_token,
         "load_avg": os.getloadavg(),
     }
     print(json.dumps(result, indent=2))

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QCoreApplication, QEvent, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, QSize, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (
     QColor,
     QDesktopServices,
@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QLayout,
     QPushButton,
     QScrollArea,
     QSizePolicy,
@@ -704,6 +705,17 @@ class _Body(QWidget):
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent, True)
         self.setAttribute(Qt.WidgetAttribute.WA_StaticContents, True)
 
+    def minimumSizeHint(self) -> QSize:
+        # The scroll area makes the content at least this tall. Qt's default is the height at
+        # the *narrowest* width (word-wrapped bubbles are taller there), which left a blank
+        # gap under the last message: use the height at the width the content has.
+        layout = self.layout()
+        if layout is None:
+            return super().minimumSizeHint()
+        if layout.hasHeightForWidth():
+            return QSize(0, layout.totalHeightForWidth(self.width()))
+        return QSize(0, layout.totalSizeHint().height())
+
     def paintEvent(self, event: QPaintEvent) -> None:
         painter = QPainter(self)
         painter.fillRect(event.rect(), QColor(current_colors().surface))
@@ -776,6 +788,7 @@ class Transcript(QScrollArea):
         body = _Body()
         body.setObjectName("TranscriptBody")
         self._layout = QVBoxLayout(body)
+        self._layout.setSizeConstraint(QLayout.SizeConstraint.SetNoConstraint)  # see _Body
         self._layout.setContentsMargins(24, 16, 24, 16)
         self._layout.setSpacing(12)
         self.earlier_button = QPushButton("Show earlier messages")
@@ -850,6 +863,9 @@ class Transcript(QScrollArea):
             or bar.value() != bar.maximum()
         ):
             return
+        # Anything still dirty in the view would make Qt repaint all of it instead of
+        # blitting: paint it first (it was due anyway).
+        QCoreApplication.sendPostedEvents(self.window(), QEvent.Type.UpdateRequest)
         self.viewport().scroll(0, -pixels)
         self._prescrolled += pixels
 
@@ -1207,9 +1223,13 @@ class Transcript(QScrollArea):
         for layout in (bubble.body_layout, bubble.layout(), row.layout() if row else None):
             if layout is not None:
                 layout.activate()
+        # The scroll area sizes the content first, then the content lays out its rows once,
+        # at that size. (Activating the content's layout first would squeeze the rows into
+        # the old height and move every one of them twice: a repaint of the whole view.)
+        QCoreApplication.sendEvent(self, QEvent(QEvent.Type.LayoutRequest))
         body_layout = self.widget().layout()
-        if body_layout is not None and body_layout.activate():
-            QCoreApplication.sendEvent(self, QEvent(QEvent.Type.LayoutRequest))
+        if body_layout is not None:
+            body_layout.activate()
 
     def append_reasoning(self, message_id: int, text: str) -> None:
         bubble = self._bubbles.get(message_id)

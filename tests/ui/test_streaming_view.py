@@ -147,27 +147,57 @@ def test_the_view_follows_the_reply_until_scrolled_up(
 
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+@pytest.mark.parametrize("earlier", [0, 8], ids=["alone", "after-a-screen-of-messages"])
 def test_streaming_paints_only_the_new_strip_and_leaves_no_stale_pixels(
-    qapp: QApplication, transcript: Transcript, dark: bool
+    qapp: QApplication, dark: bool, earlier: int
 ) -> None:
     theme.install(qapp, dark=dark)
+    view = Transcript()
+    view.resize(900, 700)
+    view.show()
+    view.show_path(
+        [
+            Message(
+                k,
+                1,
+                "user" if k % 2 else "assistant",
+                _tokens(k * 40, 40).strip(),
+                "complete",
+                None,
+                None,
+                None,
+                "A",
+                "m",
+                "",
+                "",
+            )
+            for k in range(100, 100 + earlier)
+        ]
+    )
+    view.add_message(_streaming(1))
     _settle(qapp)
-    for start in range(0, 3000, 500):
-        transcript.append_text(1, _tokens(start, 500))
-        _settle(qapp)
-    spy = _BodyPaint(transcript.widget())
-    qapp.installEventFilter(spy)
-    flushes = 30
-    try:
-        for k in range(flushes):
-            transcript.append_text(1, _tokens(3000 + 33 * k, 33))
+    if not earlier:  # a reply alone scrolls once it is taller than the view
+        for start in range(0, 3000, 500):
+            view.append_text(1, _tokens(start, 500))
             _settle(qapp)
+    spy = _BodyPaint(view.widget())
+    qapp.installEventFilter(spy)
+    painted = []
+    try:
+        for k in range(30):
+            spy.pixels = 0
+            view.append_text(1, _tokens(3000 + 33 * k, 33))
+            _settle(qapp)
+            painted.append(spy.pixels)
     finally:
         qapp.removeEventFilter(spy)
-    view_area = transcript.viewport().width() * transcript.viewport().height()
-    # a flush that moved the view by repainting it all would paint ~view_area each time
-    assert spy.pixels / flushes < 0.3 * view_area
-    assert _on_screen_matches_fresh_render(qapp, transcript)
+    bar = view.verticalScrollBar()
+    assert bar.value() == bar.maximum() > 0  # it followed, scrolling every flush
+    view_area = view.viewport().width() * view.viewport().height()
+    # a flush that moved the view by repainting it all would paint ~view_area
+    assert max(painted) < 0.3 * view_area
+    assert _on_screen_matches_fresh_render(qapp, view)
+    view.close()
     theme.install(qapp, dark=False)
 
 
@@ -219,3 +249,30 @@ def test_streaming_text_can_be_selected_and_copied(qtbot: Any, qapp: QApplicatio
     qtbot.keyClick(widget, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
     assert QGuiApplication.clipboard().text() == expected
     widget.close()
+
+
+def test_no_blank_gap_under_the_last_message_when_a_reply_is_rendered(
+    qapp: QApplication,
+) -> None:
+    view = Transcript()
+    view.resize(1000, 700)
+    view.show()
+    story = "\n\n".join(_tokens(k * 60, 55).strip() for k in range(10))
+    view.show_path(
+        [
+            Message(1, 1, "user", "A story, please.", "complete", None, None, None, "", "", "", ""),
+            Message(2, 1, "assistant", story, "complete", None, None, None, "A", "m", "", ""),
+        ]
+    )
+    _settle(qapp)
+    body, bar = view.widget(), view.verticalScrollBar()
+    last = view.bubble(2)
+    assert last is not None
+    content_bottom = (
+        last.parentWidget().geometry().bottom() + 1 + body.layout().contentsMargins().bottom()
+    )
+    # the content is exactly as tall as the messages (or the view, when they are shorter):
+    # word-wrapped bubbles are taller at their narrowest width, which must not count
+    assert body.height() == max(view.viewport().height(), content_bottom)
+    assert bar.maximum() == max(0, content_bottom - view.viewport().height())
+    view.close()
