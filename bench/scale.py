@@ -134,7 +134,11 @@ def main() -> None:
     bar = transcript.verticalScrollBar()
     steps = []
 
+    waited = [0]
+
     def flick_up() -> None:
+        if bar.value() == 0:  # at the top of what is built: the next batch is on its way
+            waited[0] += 1
         bar.setValue(bar.value() - transcript.viewport().height())
 
     began = time.perf_counter()
@@ -174,6 +178,7 @@ def main() -> None:
             "step_p99_ms": sorted(steps)[int(len(steps) * 0.99) - 1] if steps else None,
             "step_max_ms": max(steps) if steps else None,
             "steps_over_50_ms": sum(1 for step in steps if step > 50),
+            "steps_at_the_top_of_what_was_built": waited[0],
             "total_s": round(to_top_s, 1),
             "bubbles_alive_after": bubbles_alive,
         },
