@@ -181,16 +181,20 @@ def test_search_highlights_hits_and_jumps_to_the_message(
     assert start <= 7 < end and end - start <= PAGE
 
 
+def _long_conversation(services: Any, window: Any, pairs: int, question: str, answer: str) -> int:
+    store = services.conversations
+    conv = store.create(window.current_agent.id, "Long")
+    parent = None
+    for i in range(pairs):
+        parent = store.add_message(conv.id, "user", question.format(i), parent_id=parent).id
+        parent = store.add_message(conv.id, "assistant", answer.format(i), parent_id=parent).id
+    return conv.id
+
+
 def test_a_5000_message_conversation_opens_as_a_window_and_pages_on_scroll(
     qtbot: Any, window: Any, services: Any
 ) -> None:
-    store = services.conversations
-    conv = store.create(window.current_agent.id, "Huge")
-    parent = None
-    for i in range(2500):
-        parent = store.add_message(conv.id, "user", f"q{i}", parent_id=parent).id
-        parent = store.add_message(conv.id, "assistant", f"a{i}", parent_id=parent).id
-    window.open_conversation(conv.id)
+    window.open_conversation(_long_conversation(services, window, 2500, "q{}", "a{}"))
     transcript = window.transcript
     # the first screen at once, then a screen and a half beyond it, a batch per loop turn
     assert len(transcript.bubbles()) == FIRST_SCREEN
@@ -210,13 +214,7 @@ def test_a_5000_message_conversation_opens_as_a_window_and_pages_on_scroll(
 def test_scrolling_up_builds_earlier_bubbles_ahead_and_the_view_does_not_jump(
     qtbot: Any, window: Any, services: Any
 ) -> None:
-    store = services.conversations
-    conv = store.create(window.current_agent.id, "Long")
-    parent = None
-    for i in range(300):
-        parent = store.add_message(conv.id, "user", f"question {i}", parent_id=parent).id
-        parent = store.add_message(conv.id, "assistant", f"answer {i}", parent_id=parent).id
-    window.open_conversation(conv.id)
+    window.open_conversation(_long_conversation(services, window, 300, "question {}", "answer {}"))
     transcript = window.transcript
     bar = transcript.verticalScrollBar()
     qtbot.waitUntil(lambda: not transcript.prefetching)
