@@ -482,9 +482,13 @@ class MessageBubble(QFrame):
         self._stream_widget()
         self._stream_widget().set_all(text)
 
-    def append_text(self, text: str) -> None:
-        """Add streamed text at the end (called at most ~30x/s with what arrived since)."""
-        self._stream_widget().append_text(text)
+    def append_text(self, text: str) -> bool:
+        """Add streamed text at the end (called at most ~30x/s with what arrived since).
+
+        True when the bubble's height may have changed (the text grew a line, or began).
+        """
+        began = self._stream is None
+        return self._stream_widget().append_text(text) or began
 
     def append_reasoning(self, text: str) -> None:
         if self.thinking_button.isHidden():
@@ -1204,8 +1208,7 @@ class Transcript(QScrollArea):
         """Streamed text since the last flush (the controller coalesces, ~30x/s)."""
         self._live.setdefault(message_id, []).append(text)
         bubble = self._bubbles.get(message_id)
-        if bubble is not None:
-            bubble.append_text(text)
+        if bubble is not None and bubble.append_text(text):
             self._settle(bubble)
             if self._prescrolled:  # the content did not grow as announced: put the view back
                 self.viewport().scroll(0, self._prescrolled)

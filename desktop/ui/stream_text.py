@@ -101,9 +101,10 @@ class StreamText(QWidget):
         self._relayout_all()
         self.update()
 
-    def append_text(self, text: str) -> None:
+    def append_text(self, text: str) -> bool:
+        """Add text at the end; True when that made the widget taller."""
         if not text:
-            return
+            return False
         self._length += len(text)
         first = len(self._pieces) - 1
         old_bottom = self._bottom()
@@ -118,7 +119,7 @@ class StreamText(QWidget):
         if grow > 0 and self.before_grow is not None:
             self.before_grow(grow)
         self.update(QRect(0, int(changed_top), self.width(), self.height() - int(changed_top)))
-        self._fit()
+        return self._fit()
 
     # layout -----------------------------------------------------------------------------------
     def _line_width(self) -> float:
@@ -191,11 +192,13 @@ class StreamText(QWidget):
         last = self._pieces[-1]
         return last.top + last.height if self._width > 0 else 0.0
 
-    def _fit(self) -> None:
+    def _fit(self) -> bool:
         line = math.ceil(QFontMetricsF(self.font()).height())
         height = max(math.ceil(self._bottom()), line) + 2
-        if self.height() != height:
-            self.setFixedHeight(height)
+        if self.height() == height:
+            return False
+        self.setFixedHeight(height)
+        return True
 
     def sizeHint(self) -> QSize:
         return QSize(200, self.height())
