@@ -18,6 +18,9 @@ Prints one JSON object.
     conversation (its first 100 tokens fit on screen, so nothing scrolls yet, while the
     10,000-token reply scrolls every flush: this ratio also holds the cost of following), and
     the reply after a screen of earlier messages (both scroll; only the length differs).
+    ``ratio_10000_vs_1000`` compares two replies that both scroll, in either case. Following
+    costs ~150 us per flush (blit of the view ~40-80 us, the new strip, the scroll bar), a
+    constant once the reply is taller than the view.
 """
 
 from __future__ import annotations
@@ -218,14 +221,18 @@ def main() -> None:
     per_token = {}
     for case, earlier_messages in (("empty_conversation", 0), ("after_a_screen_of_messages", 8)):
         shorts = [marginal_cost(app, 0, earlier_messages=earlier_messages) for _ in range(11)]
+        mids = [marginal_cost(app, 900, earlier_messages=earlier_messages) for _ in range(11)]
         longs = [marginal_cost(app, 9_900, earlier_messages=earlier_messages) for _ in range(11)]
         short = statistics.median(us for us, _ in shorts)
+        mid = statistics.median(us for us, _ in mids)
         long = statistics.median(us for us, _ in longs)
         per_token[case] = {
             "reply_100_tokens_us": round(short, 1),
+            "reply_1000_tokens_us": round(mid, 1),
             "reply_10000_tokens_us": round(long, 1),
             "ratio": round(long / short, 2),
             "target_ratio": 1.5,
+            "ratio_10000_vs_1000": round(long / mid, 2),
             "painted_px_per_flush_100": round(statistics.median(px for _, px in shorts)),
             "painted_px_per_flush_10000": round(statistics.median(px for _, px in longs)),
         }
