@@ -1083,11 +1083,16 @@ class Transcript(QScrollArea):
         self._grow_bottom(PAGE)
 
     def _relayout_now(self) -> None:
-        """Positions and the scroll range up to date now, not after posted layout requests."""
+        """Positions and the scroll range up to date now, not after posted layout requests.
+
+        The scroll area sizes the content first, then the content lays out its rows once, at
+        that size. (Activating the content's layout first would squeeze the rows into the old
+        height and move every one of them twice: a repaint of the whole view.)
+        """
+        QCoreApplication.sendEvent(self, QEvent(QEvent.Type.LayoutRequest))
         layout = self.widget().layout()
         if layout is not None:
             layout.activate()
-        QCoreApplication.sendEvent(self, QEvent(QEvent.Type.LayoutRequest))
 
     def _anchor(self) -> tuple[MessageRow, int] | None:
         """The first row at the top of the view, and how far above the view's top it starts."""
@@ -1226,13 +1231,7 @@ class Transcript(QScrollArea):
         for layout in (bubble.body_layout, bubble.layout(), row.layout() if row else None):
             if layout is not None:
                 layout.activate()
-        # The scroll area sizes the content first, then the content lays out its rows once,
-        # at that size. (Activating the content's layout first would squeeze the rows into
-        # the old height and move every one of them twice: a repaint of the whole view.)
-        QCoreApplication.sendEvent(self, QEvent(QEvent.Type.LayoutRequest))
-        body_layout = self.widget().layout()
-        if body_layout is not None:
-            body_layout.activate()
+        self._relayout_now()
 
     def append_reasoning(self, message_id: int, text: str) -> None:
         bubble = self._bubbles.get(message_id)
