@@ -1108,36 +1108,34 @@ class Transcript(QScrollArea):
             self.verticalScrollBar().setValue(anchor[0].y() + anchor[1])
 
     def _grow_top(self, count: int, budget_s: float | None = None) -> None:
-        if self._start == 0 or self._loading:
-            return
-        self._loading = True
-        try:
-            anchor = self._anchor()
-            first = max(0, self._start - count)
-            rows = self._build(self._path[first : self._start], budget_s, from_end=True)
-            self._insert_rows(0, rows)
-            self._start -= len(rows)
-            extra = (self._end - self._start) - MAX_LOADED
-            if extra > 0:
-                self._drop_rows(self._rows[-extra:])
-                self._end -= extra
-            self._update_chrome()
-            self._restore(anchor)
-        finally:
-            self._loading = False
+        self._grow(count, budget_s, top=True)
 
     def _grow_bottom(self, count: int, budget_s: float | None = None) -> None:
-        if self._end >= len(self._path) or self._loading:
+        self._grow(count, budget_s, top=False)
+
+    def _grow(self, count: int, budget_s: float | None, top: bool) -> None:
+        """Build up to ``count`` bubbles beyond one end of the window; shed the other end past
+        MAX_LOADED; keep the row at the top of the view where it is on screen."""
+        if self._loading or (self._start == 0 if top else self._end >= len(self._path)):
             return
         self._loading = True
         try:
             anchor = self._anchor()
-            last = min(len(self._path), self._end + count)
-            rows = self._build(self._path[self._end : last], budget_s)
-            self._insert_rows(len(self._rows), rows)
-            self._end += len(rows)
+            if top:
+                messages = self._path[max(0, self._start - count) : self._start]
+                rows = self._build(messages, budget_s, from_end=True)
+                self._insert_rows(0, rows)
+                self._start -= len(rows)
+            else:
+                messages = self._path[self._end : self._end + count]
+                rows = self._build(messages, budget_s)
+                self._insert_rows(len(self._rows), rows)
+                self._end += len(rows)
             extra = (self._end - self._start) - MAX_LOADED
-            if extra > 0:
+            if extra > 0 and top:
+                self._drop_rows(self._rows[-extra:])
+                self._end -= extra
+            elif extra > 0:
                 self._drop_rows(self._rows[:extra])
                 self._start += extra
             self._update_chrome()
