@@ -701,6 +701,13 @@ class MessageBubble(QFrame):
         self._fit_width()
 
 
+def _fill_surface(widget: QWidget, event: QPaintEvent) -> None:
+    """The opaque transcript background (opaque, so Qt can blit when it scrolls)."""
+    painter = QPainter(widget)
+    painter.fillRect(event.rect(), QColor(current_colors().surface))
+    painter.end()
+
+
 class _Body(QWidget):
     """The transcript's content: opaque (so the view can blit it) and static when it grows."""
 
@@ -721,9 +728,7 @@ class _Body(QWidget):
         return QSize(0, layout.totalSizeHint().height())
 
     def paintEvent(self, event: QPaintEvent) -> None:
-        painter = QPainter(self)
-        painter.fillRect(event.rect(), QColor(current_colors().surface))
-        painter.end()
+        _fill_surface(self, event)
 
 
 class MessageRow(QWidget):
@@ -874,9 +879,7 @@ class Transcript(QScrollArea):
         self._prescrolled += pixels
 
     def paintEvent(self, event: QPaintEvent) -> None:
-        painter = QPainter(self.viewport())
-        painter.fillRect(event.rect(), QColor(current_colors().surface))
-        painter.end()
+        _fill_surface(self.viewport(), event)
 
     def _on_scrolled(self, value: int) -> None:
         bar = self.verticalScrollBar()
