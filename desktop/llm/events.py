@@ -16,7 +16,11 @@ TokenSource = Literal["reported", "counted"]
 
 @dataclass(frozen=True, slots=True)
 class TextDelta:
+    """Reply text; ``tokens``: how many model tokens it carries (a local worker batches the
+    tokens of ~25 ms into one delta, so a rate counts these, not deltas)."""
+
     text: str
+    tokens: int = 1
 
 
 @dataclass(frozen=True, slots=True)

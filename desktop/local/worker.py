@@ -121,16 +121,16 @@ def _stream(events: Any, req_id: int, send: Any) -> None:
                 continue
             pending.append(event.text)
             if now - last_flush >= TEXT_BATCH_S:
-                send("event", req_id, TextDelta("".join(pending)))
+                send("event", req_id, TextDelta("".join(pending), tokens=len(pending)))
                 pending.clear()
                 last_flush = now
             continue
         if pending:
-            send("event", req_id, TextDelta("".join(pending)))
+            send("event", req_id, TextDelta("".join(pending), tokens=len(pending)))
             pending.clear()
         send("event", req_id, event)
     if pending:
-        send("event", req_id, TextDelta("".join(pending)))
+        send("event", req_id, TextDelta("".join(pending), tokens=len(pending)))
 
 
 def _extra(exc: UserError) -> dict[str, Any]:
