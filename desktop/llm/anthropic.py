@@ -16,25 +16,13 @@ Not supported by the API and ignored: ``Sampling.seed``.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, Unpack
 
-import httpx
-
-from desktop.llm.errors import BadResponse
-from desktop.llm.events import (
-    Finished,
-    FinishReason,
-    ReasoningDelta,
-    RunInfo,
-    StreamEvent,
-    TextDelta,
-    Timing,
-    Usage,
-)
+from desktop.llm.events import FinishReason, ReasoningDelta, StreamEvent, TextDelta, Usage
 from desktop.llm.provider import ChatRequest
-from desktop.llm.transport import HttpProvider
+from desktop.llm.transport import HostedOptions, HostedProvider, HttpEndpoint, ReplyReader
+from desktop.llm.wire import sampling_fields, system_and_turns, whole
 
 DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
 API_VERSION = "2023-06-01"
@@ -49,31 +37,85 @@ _STOP: dict[str, FinishReason] = {
     "max_tokens": "length",
     "model_context_window_exceeded": "length",
 }
+# Events that carry text: where it is, and the suffix of its type ("text" starts a block that
+# may already hold text, "text_delta" adds to it; likewise "thinking").
+_TEXT_EVENTS = {
+    "content_block_start": ("content_block", ""),
+    "content_block_delta": ("delta", "_delta"),
+}
 
 
-class AnthropicProvider(HttpProvider):
+class _Message(ReplyReader):
+    """One message's events; whole only once ``message_stop`` arrived."""
+
+    def __init__(self, http: HttpEndpoint, request: ChatRequest) -> None:
+        super().__init__(http, request)
+        self.counts: dict[str, int] = {}
+
+    def read(self, event: str, data: dict[str, Any]) -> Iterator[StreamEvent]:
+        kind = data.get("type") or event
+        if kind == "message_start":
+            message = data.get("message") or {}
+            yield from self.run_info(message.get("model"))
+            self._count(message.get("usage"))
+        elif kind in _TEXT_EVENTS:
+            where, suffix = _TEXT_EVENTS[kind]
+            part = data.get(where) or {}
+            if part.get("type") == "text" + suffix and part.get("text"):
+                yield TextDelta(str(part["text"]))
+            elif part.get("type") == "thinking" + suffix and part.get("thinking"):
+                yield ReasoningDelta(str(part["thinking"]))
+        elif kind == "message_delta":
+            reason = (data.get("delta") or {}).get("stop_reason")
+            if reason:
+                self.reason = _STOP.get(str(reason), "stop")
+            self._count(data.get("usage"))
+        elif kind == "message_stop":
+            self.done = True
+        elif kind == "error":
+            error = data.get("error") or {}
+            raise self.http.stream_error(error.get("type"), error.get("message"))
+        # ping, content_block_stop and newer event types carry nothing to show.
+
+    def _count(self, usage: object) -> None:
+        if isinstance(usage, dict):
+            self.counts |= {k: v for k, v in usage.items() if whole(v) is not None}
+
+    def complete(self) -> bool:
+        return self.done
+
+    def usage(self) -> Usage:
+        usage = self.counts
+        if not usage:
+            return Usage(source="reported")
+        input_tokens = usage.get("input_tokens")
+        created = usage.get("cache_creation_input_tokens") or 0
+        read = usage.get("cache_read_input_tokens")
+        prompt = None if input_tokens is None else input_tokens + created + (read or 0)
+        return Usage(
+            prompt_tokens=prompt,
+            cached_tokens=read,
+            output_tokens=usage.get("output_tokens"),
+            source="reported",
+        )
+
+
+class AnthropicProvider(HostedProvider):
     """Claude models over the Messages API. ``thinking_budget_tokens`` turns on extended
     thinking (shown as reasoning); the budget is added on top of the reply's ``max_tokens``."""
+
+    READER = _Message
+    DEFAULT_BASE_URL = DEFAULT_BASE_URL
+    DEFAULT_LABEL = "Anthropic"
 
     def __init__(
         self,
         api_key: str | None,
         *,
-        base_url: str = DEFAULT_BASE_URL,
-        label: str = "Anthropic",
-        stall_timeout_s: float = 60.0,
-        client: httpx.AsyncClient | None = None,
-        ca_bundle: str | None = None,
         thinking_budget_tokens: int | None = None,
+        **options: Unpack[HostedOptions],
     ) -> None:
-        super().__init__(
-            base_url,
-            api_key,
-            label=label,
-            stall_timeout_s=stall_timeout_s,
-            client=client,
-            ca_bundle=ca_bundle,
-        )
+        super().__init__(api_key, **options)
         self._thinking_budget = thinking_budget_tokens
 
     def _headers(self) -> dict[str, str]:
@@ -82,16 +124,12 @@ class AnthropicProvider(HttpProvider):
             headers["x-api-key"] = self._api_key
         return headers
 
+    def _url(self, request: ChatRequest) -> str:
+        return f"{self._http.base_url}/messages"
+
     def _body(self, request: ChatRequest) -> dict[str, Any]:
-        system = "\n\n".join(m.content for m in request.messages if m.role == "system")
-        messages: list[dict[str, str]] = []
-        for m in request.messages:
-            if m.role == "system":
-                continue
-            if messages and messages[-1]["role"] == m.role:
-                messages[-1]["content"] += "\n\n" + m.content
-            else:
-                messages.append({"role": m.role, "content": m.content})
+        system, turns = system_and_turns(request.messages)
+        messages = [{"role": role, "content": "\n\n".join(texts)} for role, texts in turns]
         s = request.sampling
         max_tokens = s.max_tokens or DEFAULT_MAX_TOKENS
         body: dict[str, Any] = {"model": request.model, "messages": messages, "stream": True}
@@ -101,101 +139,14 @@ class AnthropicProvider(HttpProvider):
             body["thinking"] = {"type": "enabled", "budget_tokens": self._thinking_budget}
             max_tokens += self._thinking_budget
         body["max_tokens"] = max_tokens
-        if s.temperature is not None:
-            body["temperature"] = s.temperature
-        if s.top_p is not None:
-            body["top_p"] = s.top_p
-        if s.stop:
-            body["stop_sequences"] = list(s.stop)
-        return body
-
-    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        http = self._http
-        usage: dict[str, Any] = {}
-        finish: FinishReason | None = None
-        stopped = False
-        events = http.sse(
-            f"{http.base_url}/messages",
-            body=self._body(request),
-            headers=self._headers(),
-            model=request.model,
-        )
-        async with contextlib.aclosing(events):
-            async for item in events:
-                if isinstance(item, Timing):
-                    yield item
-                    continue
-                if not item.data.strip():
-                    continue
-                data = http.decode(item.data)
-                if not isinstance(data, dict):
-                    raise BadResponse(f"{http.where} sent an event this app does not understand.")
-                kind = data.get("type") or item.event
-                if kind == "message_start":
-                    message = data.get("message") or {}
-                    if message.get("model"):
-                        yield RunInfo(model_reported=str(message["model"]))
-                    usage.update(_known(message.get("usage")))
-                elif kind == "content_block_start":
-                    block = data.get("content_block") or {}
-                    # A block may start with text already in it.
-                    if block.get("type") == "text" and block.get("text"):
-                        yield TextDelta(str(block["text"]))
-                    elif block.get("type") == "thinking" and block.get("thinking"):
-                        yield ReasoningDelta(str(block["thinking"]))
-                elif kind == "content_block_delta":
-                    delta = data.get("delta") or {}
-                    if delta.get("type") == "text_delta" and delta.get("text"):
-                        yield TextDelta(str(delta["text"]))
-                    elif delta.get("type") == "thinking_delta" and delta.get("thinking"):
-                        yield ReasoningDelta(str(delta["thinking"]))
-                elif kind == "message_delta":
-                    reason = (data.get("delta") or {}).get("stop_reason")
-                    if reason:
-                        finish = _STOP.get(str(reason), "stop")
-                    usage.update(_known(data.get("usage")))
-                elif kind == "message_stop":
-                    stopped = True
-                    break
-                elif kind == "error":
-                    error = data.get("error") or {}
-                    raise http.stream_error(error.get("type"), error.get("message"))
-                # ping, content_block_stop and newer event types carry nothing to show.
-        if not stopped:
-            raise http.ended_early()
-        yield _usage(usage)
-        yield Finished(finish or "stop")
+        # max_tokens is set above; the API has no seed.
+        return body | sampling_fields(s, max_tokens=None, seed=None, stop="stop_sequences")
 
     async def list_models(self) -> list[str]:
-        http = self._http
-        names: list[str] = []
-        after: str | None = None
-        for _ in range(20):  # pages of 1000; a guard against a server that never says "done"
-            url = f"{http.base_url}/models?limit=1000" + (f"&after_id={after}" if after else "")
-            page, items = await self._model_page(url, "data")
-            names += [str(m["id"]) for m in items if isinstance(m, dict) and m.get("id")]
-            if not page.get("has_more") or not page.get("last_id"):
-                break
-            after = str(page["last_id"])
-        return sorted(set(names))
-
-
-def _known(usage: object) -> dict[str, Any]:
-    if not isinstance(usage, dict):
-        return {}
-    return {k: v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool)}
-
-
-def _usage(usage: dict[str, Any]) -> Usage:
-    if not usage:
-        return Usage(source="reported")
-    input_tokens = usage.get("input_tokens")
-    created = usage.get("cache_creation_input_tokens") or 0
-    read = usage.get("cache_read_input_tokens")
-    prompt = None if input_tokens is None else input_tokens + created + (read or 0)
-    return Usage(
-        prompt_tokens=prompt,
-        cached_tokens=read,
-        output_tokens=usage.get("output_tokens"),
-        source="reported",
-    )
+        items = await self._model_items(
+            f"{self._http.base_url}/models?limit=1000",
+            "data",
+            cursor_param="after_id",
+            cursor=lambda page: page.get("last_id") if page.get("has_more") else None,
+        )
+        return sorted({str(m["id"]) for m in items if isinstance(m, dict) and m.get("id")})

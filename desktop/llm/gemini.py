@@ -15,26 +15,15 @@ as ``BadResponse`` (with the text so far kept by the caller), never passed off a
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, Unpack
 from urllib.parse import quote
 
-import httpx
-
 from desktop.llm.errors import BadResponse
-from desktop.llm.events import (
-    Finished,
-    FinishReason,
-    ReasoningDelta,
-    RunInfo,
-    StreamEvent,
-    TextDelta,
-    Timing,
-    Usage,
-)
+from desktop.llm.events import FinishReason, ReasoningDelta, StreamEvent, TextDelta, Usage
 from desktop.llm.provider import ChatRequest
-from desktop.llm.transport import HttpProvider
+from desktop.llm.transport import HostedOptions, HostedProvider, HttpEndpoint, ReplyReader
+from desktop.llm.wire import sampling_fields, system_and_turns, whole
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 _FINISH: dict[str, FinishReason] = {
@@ -55,160 +44,126 @@ _BLOCKED = {
 }
 
 
-class GeminiProvider(HttpProvider):
+class _Frames(ReplyReader):
+    """``GenerateContentResponse`` frames; whole once a candidate has a finish reason."""
+
+    NOT_UNDERSTOOD = "a frame this app does not understand."
+
+    def __init__(self, http: HttpEndpoint, request: ChatRequest) -> None:
+        super().__init__(http, request)
+        self.meta: dict[str, Any] = {}
+
+    def read(self, event: str, frame: dict[str, Any]) -> Iterator[StreamEvent]:
+        where = self.http.where
+        error = frame.get("error")
+        if isinstance(error, dict):
+            raise self.http.stream_error(
+                str(error.get("status") or error.get("code") or ""), error.get("message")
+            )
+        yield from self.run_info(frame.get("modelVersion"))
+        if isinstance(frame.get("usageMetadata"), dict):
+            self.meta = frame["usageMetadata"]
+        blocked = (frame.get("promptFeedback") or {}).get("blockReason")
+        if blocked:
+            raise BadResponse(
+                f"{where} refused the prompt ({blocked}). Rephrase the message or "
+                "check the safety settings of the Google AI project."
+            )
+        candidates = frame.get("candidates") or []
+        candidate = candidates[0] if candidates and isinstance(candidates[0], dict) else {}
+        for part in (candidate.get("content") or {}).get("parts") or []:
+            text = part.get("text") if isinstance(part, dict) else None
+            if isinstance(text, str) and text:
+                yield ReasoningDelta(text) if part.get("thought") else TextDelta(text)
+        reason = candidate.get("finishReason")
+        if reason:
+            reason = str(reason)
+            if reason in _BLOCKED:
+                raise BadResponse(
+                    f"{where} stopped the reply ({reason}). The text so far is "
+                    "kept; rephrase the message to continue."
+                )
+            self.reason = _FINISH.get(reason, "stop")
+
+    def usage(self) -> Usage:
+        meta = self.meta
+        candidates = whole(meta.get("candidatesTokenCount"))
+        thoughts = whole(meta.get("thoughtsTokenCount"))
+        output = None
+        if candidates is not None or thoughts is not None:
+            output = (candidates or 0) + (thoughts or 0)
+        return Usage(
+            prompt_tokens=whole(meta.get("promptTokenCount")),
+            cached_tokens=whole(meta.get("cachedContentTokenCount")),
+            output_tokens=output,
+            reasoning_tokens=thoughts,
+            source="reported",
+        )
+
+
+class GeminiProvider(HostedProvider):
     """Gemini models. ``include_thoughts`` asks thinking models for thought summaries, shown as
     reasoning (leave it off for models without thinking, which reject it)."""
+
+    READER = _Frames
+    DEFAULT_BASE_URL = DEFAULT_BASE_URL
+    DEFAULT_LABEL = "Gemini"
 
     def __init__(
         self,
         api_key: str | None,
         *,
-        base_url: str = DEFAULT_BASE_URL,
-        label: str = "Gemini",
-        stall_timeout_s: float = 60.0,
-        client: httpx.AsyncClient | None = None,
-        ca_bundle: str | None = None,
         include_thoughts: bool = False,
+        **options: Unpack[HostedOptions],
     ) -> None:
-        super().__init__(
-            base_url,
-            api_key,
-            label=label,
-            stall_timeout_s=stall_timeout_s,
-            client=client,
-            ca_bundle=ca_bundle,
-        )
+        super().__init__(api_key, **options)
         self._include_thoughts = include_thoughts
 
     def _headers(self) -> dict[str, str]:
         # The key travels in a header, never in the URL, so it cannot end up in logs of URLs.
         return {"x-goog-api-key": self._api_key} if self._api_key else {}
 
+    def _model(self, request: ChatRequest) -> str:
+        return request.model.removeprefix("models/")
+
+    def _url(self, request: ChatRequest) -> str:
+        model = quote(self._model(request), safe="-._~")
+        return f"{self._http.base_url}/models/{model}:streamGenerateContent?alt=sse"
+
     def _body(self, request: ChatRequest) -> dict[str, Any]:
-        system = "\n\n".join(m.content for m in request.messages if m.role == "system")
-        contents: list[dict[str, Any]] = []
-        for m in request.messages:
-            if m.role == "system":
-                continue
-            role = "model" if m.role == "assistant" else "user"
-            if contents and contents[-1]["role"] == role:
-                contents[-1]["parts"].append({"text": m.content})
-            else:
-                contents.append({"role": role, "parts": [{"text": m.content}]})
+        system, turns = system_and_turns(request.messages)
+        contents = [
+            {
+                "role": "model" if role == "assistant" else "user",
+                "parts": [{"text": t} for t in texts],
+            }
+            for role, texts in turns
+        ]
         body: dict[str, Any] = {"contents": contents}
         if system:
             body["systemInstruction"] = {"parts": [{"text": system}]}
-        s = request.sampling
-        config: dict[str, Any] = {}
-        if s.temperature is not None:
-            config["temperature"] = s.temperature
-        if s.top_p is not None:
-            config["topP"] = s.top_p
-        if s.max_tokens is not None:
-            config["maxOutputTokens"] = s.max_tokens
-        if s.seed is not None:
-            config["seed"] = s.seed
-        if s.stop:
-            config["stopSequences"] = list(s.stop)
+        config = sampling_fields(
+            request.sampling, top_p="topP", max_tokens="maxOutputTokens", stop="stopSequences"
+        )
         if self._include_thoughts:
             config["thinkingConfig"] = {"includeThoughts": True}
         if config:
             body["generationConfig"] = config
         return body
 
-    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        http = self._http
-        model = request.model.removeprefix("models/")
-        usage: dict[str, Any] = {}
-        finish: FinishReason | None = None
-        reported_model: str | None = None
-        events = http.sse(
-            f"{http.base_url}/models/{quote(model, safe='-._~')}:streamGenerateContent?alt=sse",
-            body=self._body(request),
-            headers=self._headers(),
-            model=model,
-        )
-        async with contextlib.aclosing(events):
-            async for item in events:
-                if isinstance(item, Timing):
-                    yield item
-                    continue
-                if not item.data.strip():
-                    continue
-                frame = http.decode(item.data)
-                if not isinstance(frame, dict):
-                    raise BadResponse(f"{http.where} sent a frame this app does not understand.")
-                error = frame.get("error")
-                if isinstance(error, dict):
-                    raise http.stream_error(
-                        str(error.get("status") or error.get("code") or ""), error.get("message")
-                    )
-                if reported_model is None and frame.get("modelVersion"):
-                    reported_model = str(frame["modelVersion"])
-                    yield RunInfo(model_reported=reported_model)
-                if isinstance(frame.get("usageMetadata"), dict):
-                    usage = frame["usageMetadata"]
-                blocked = (frame.get("promptFeedback") or {}).get("blockReason")
-                if blocked:
-                    raise BadResponse(
-                        f"{http.where} refused the prompt ({blocked}). Rephrase the message or "
-                        "check the safety settings of the Google AI project."
-                    )
-                candidates = frame.get("candidates") or []
-                candidate = candidates[0] if candidates and isinstance(candidates[0], dict) else {}
-                for part in (candidate.get("content") or {}).get("parts") or []:
-                    text = part.get("text") if isinstance(part, dict) else None
-                    if isinstance(text, str) and text:
-                        yield ReasoningDelta(text) if part.get("thought") else TextDelta(text)
-                reason = candidate.get("finishReason")
-                if reason:
-                    reason = str(reason)
-                    if reason in _BLOCKED:
-                        raise BadResponse(
-                            f"{http.where} stopped the reply ({reason}). The text so far is "
-                            "kept; rephrase the message to continue."
-                        )
-                    finish = _FINISH.get(reason, "stop")
-        if finish is None:
-            raise http.ended_early()
-        yield _usage(usage)
-        yield Finished(finish)
-
     async def list_models(self) -> list[str]:
         """Models that can generate content (embedding-only models are left out)."""
-        http = self._http
-        names: list[str] = []
-        token: str | None = None
-        for _ in range(20):  # pages of 1000; a guard against a server that never says "done"
-            url = f"{http.base_url}/models?pageSize=1000" + (
-                f"&pageToken={quote(token)}" if token else ""
-            )
-            page, items = await self._model_page(url, "models")
-            for m in items:
-                if not isinstance(m, dict) or not m.get("name"):
-                    continue
-                methods = m.get("supportedGenerationMethods")
-                if methods is None or "generateContent" in methods:
-                    names.append(str(m["name"]).removeprefix("models/"))
-            token = page.get("nextPageToken")
-            if not token:
-                break
-        return sorted(set(names))
-
-
-def _usage(meta: dict[str, Any]) -> Usage:
-    def count(name: str) -> int | None:
-        value = meta.get(name)
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-    candidates, thoughts = count("candidatesTokenCount"), count("thoughtsTokenCount")
-    output = None
-    if candidates is not None or thoughts is not None:
-        output = (candidates or 0) + (thoughts or 0)
-    return Usage(
-        prompt_tokens=count("promptTokenCount"),
-        cached_tokens=count("cachedContentTokenCount"),
-        output_tokens=output,
-        reasoning_tokens=thoughts,
-        source="reported",
-    )
+        items = await self._model_items(
+            f"{self._http.base_url}/models?pageSize=1000",
+            "models",
+            cursor_param="pageToken",
+            cursor=lambda page: page.get("nextPageToken"),
+        )
+        names: set[str] = set()
+        for m in items:
+            if not isinstance(m, dict) or not m.get("name"):
+                continue
+            methods = m.get("supportedGenerationMethods")
+            if methods is None or "generateContent" in methods:
+                names.add(str(m["name"]).removeprefix("models/"))
+        return sorted(names)

@@ -15,25 +15,14 @@ tens of percent for code or other languages). Both are marked ``source="counted"
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, Unpack
 
-import httpx
-
-from desktop.llm.errors import BadResponse
-from desktop.llm.events import (
-    Finished,
-    FinishReason,
-    ReasoningDelta,
-    RunInfo,
-    StreamEvent,
-    TextDelta,
-    Timing,
-    Usage,
-)
+from desktop.llm.events import FinishReason, ReasoningDelta, StreamEvent, TextDelta, Timing, Usage
+from desktop.llm.http_errors import unavailable
 from desktop.llm.provider import ChatRequest
-from desktop.llm.transport import HttpProvider, unavailable
+from desktop.llm.transport import HttpEndpoint, HttpOptions, HttpProvider, ReplyReader
+from desktop.llm.wire import sampling_fields
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
@@ -46,8 +35,106 @@ _FINISH: dict[str, FinishReason] = {
 CHARS_PER_TOKEN = 4
 
 
+class _ChatCompletion(ReplyReader):
+    """``chat.completion.chunk`` objects until ``data: [DONE]``; the usage chunk (and
+    llama.cpp's ``timings``) come after the chunk with the finish reason."""
+
+    END_DATA = "[DONE]"
+    NOT_UNDERSTOOD = (
+        "a message this app does not understand. Check that the endpoint speaks the OpenAI "
+        "Chat Completions API."
+    )
+
+    def __init__(self, http: HttpEndpoint, request: ChatRequest) -> None:
+        super().__init__(http, request)
+        self.chunks = 0
+        self.deltas = 0
+        self.reported_usage: dict[str, Any] | None = None
+        self.timings: dict[str, Any] | None = None
+
+    def read(self, event: str, chunk: dict[str, Any]) -> Iterator[StreamEvent]:
+        self.chunks += 1
+        error = chunk.get("error")
+        if error:
+            if isinstance(error, dict):
+                kind = error.get("code") or error.get("type")
+                raise self.http.stream_error(str(kind or ""), error.get("message"))
+            raise self.http.stream_error(None, str(error))
+        yield from self.run_info(chunk.get("model"))
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, dict):
+                continue
+            delta = choice.get("delta") or {}
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            if isinstance(reasoning, str) and reasoning:
+                self.deltas += 1
+                yield ReasoningDelta(reasoning)
+            content = delta.get("content")
+            if isinstance(content, str) and content:
+                self.deltas += 1
+                yield TextDelta(content)
+            if choice.get("finish_reason"):
+                self.reason = _FINISH.get(str(choice["finish_reason"]), "stop")
+        if isinstance(chunk.get("usage"), dict):
+            self.reported_usage = chunk["usage"]
+        if isinstance(chunk.get("timings"), dict):
+            timings = self.timings = chunk["timings"]
+            yield Timing(
+                prefill_ms=_num(timings.get("prompt_ms")),
+                decode_ms=_num(timings.get("predicted_ms")),
+                prompt_eval_tokens=_int(timings.get("prompt_n")),
+            )
+
+    def complete(self) -> bool:
+        return self.done or self.reason is not None
+
+    def finish(self) -> Iterator[StreamEvent]:
+        if not self.complete() and self.chunks == 0:
+            # llama_cpp.server answers 200 and then nothing when the prompt overflows n_ctx.
+            raise unavailable(
+                f"{self.http.where} accepted the request but sent no reply. If the conversation "
+                "is long it may not fit the model's context (start a new one); otherwise "
+                "press Retry."
+            )
+        yield from super().finish()
+
+    def usage(self) -> Usage:
+        usage, timings = self.reported_usage, self.timings
+        cache_n = _int(timings.get("cache_n")) if timings else None
+        if usage is not None:
+            prompt_details = usage.get("prompt_tokens_details") or {}
+            output_details = usage.get("completion_tokens_details") or {}
+            cached = _int(prompt_details.get("cached_tokens"))
+            if cached is None:  # DeepSeek names it differently
+                cached = _int(usage.get("prompt_cache_hit_tokens"))
+            return Usage(
+                prompt_tokens=_int(usage.get("prompt_tokens")),
+                cached_tokens=cached if cached is not None else cache_n,
+                output_tokens=_int(usage.get("completion_tokens")),
+                reasoning_tokens=_int(output_details.get("reasoning_tokens")),
+                source="reported",
+                cost_usd=_num(usage.get("cost")),
+            )
+        if timings is not None and _int(timings.get("predicted_n")) is not None:
+            prompt_n = _int(timings.get("prompt_n")) or 0
+            return Usage(
+                prompt_tokens=prompt_n + (cache_n or 0),
+                cached_tokens=cache_n,
+                output_tokens=_int(timings.get("predicted_n")),
+                source="reported",
+            )
+        prompt_chars = sum(len(m.content) for m in self.request.messages)
+        return Usage(
+            prompt_tokens=max(1, round(prompt_chars / CHARS_PER_TOKEN)),
+            output_tokens=self.deltas,
+            source="counted",
+        )
+
+
 class OpenAICompatProvider(HttpProvider):
     """Chat Completions over SSE. ``label`` names the endpoint in every error message."""
+
+    READER = _ChatCompletion
 
     def __init__(
         self,
@@ -55,19 +142,10 @@ class OpenAICompatProvider(HttpProvider):
         api_key: str | None,
         *,
         label: str = "The server",
-        stall_timeout_s: float = 60.0,
-        client: httpx.AsyncClient | None = None,
-        ca_bundle: str | None = None,
         extra_headers: dict[str, str] | None = None,
+        **options: Unpack[HttpOptions],
     ) -> None:
-        super().__init__(
-            base_url,
-            api_key,
-            label=label,
-            stall_timeout_s=stall_timeout_s,
-            client=client,
-            ca_bundle=ca_bundle,
-        )
+        super().__init__(base_url, api_key, label=label, **options)
         self._extra_headers = dict(extra_headers or {})
 
     def _headers(self) -> dict[str, str]:
@@ -76,6 +154,9 @@ class OpenAICompatProvider(HttpProvider):
             headers["Authorization"] = f"Bearer {self._api_key}"
         return headers
 
+    def _url(self, request: ChatRequest) -> str:
+        return f"{self._http.base_url}/chat/completions"
+
     def _body(self, request: ChatRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": request.model,
@@ -83,136 +164,11 @@ class OpenAICompatProvider(HttpProvider):
             "stream": True,
             "stream_options": {"include_usage": True},
         }
-        s = request.sampling
-        if s.temperature is not None:
-            body["temperature"] = s.temperature
-        if s.top_p is not None:
-            body["top_p"] = s.top_p
-        if s.max_tokens is not None:
-            body["max_tokens"] = s.max_tokens
-        if s.seed is not None:
-            body["seed"] = s.seed
-        if s.stop:
-            body["stop"] = list(s.stop)
-        return body
-
-    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        http = self._http
-        finish: FinishReason | None = None
-        done = False
-        chunks = 0
-        deltas = 0
-        usage: dict[str, Any] | None = None
-        timings: dict[str, Any] | None = None
-        reported_model: str | None = None
-        events = http.sse(
-            f"{http.base_url}/chat/completions",
-            body=self._body(request),
-            headers=self._headers(),
-            model=request.model,
-        )
-        async with contextlib.aclosing(events):
-            async for item in events:
-                if isinstance(item, Timing):
-                    yield item
-                    continue
-                data = item.data.strip()
-                if not data:
-                    continue
-                if data == "[DONE]":
-                    done = True
-                    break
-                chunk = http.decode(data)
-                if not isinstance(chunk, dict):
-                    raise BadResponse(
-                        f"{http.where} sent a message this app does not understand. Check that "
-                        "the endpoint speaks the OpenAI Chat Completions API."
-                    )
-                chunks += 1
-                error = chunk.get("error")
-                if error:
-                    if isinstance(error, dict):
-                        kind = error.get("code") or error.get("type")
-                        raise http.stream_error(str(kind or ""), error.get("message"))
-                    raise http.stream_error(None, str(error))
-                if reported_model is None and chunk.get("model"):
-                    reported_model = str(chunk["model"])
-                    yield RunInfo(model_reported=reported_model)
-                for choice in chunk.get("choices") or []:
-                    if not isinstance(choice, dict):
-                        continue
-                    delta = choice.get("delta") or {}
-                    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-                    if isinstance(reasoning, str) and reasoning:
-                        deltas += 1
-                        yield ReasoningDelta(reasoning)
-                    content = delta.get("content")
-                    if isinstance(content, str) and content:
-                        deltas += 1
-                        yield TextDelta(content)
-                    if choice.get("finish_reason"):
-                        finish = _FINISH.get(str(choice["finish_reason"]), "stop")
-                if isinstance(chunk.get("usage"), dict):
-                    usage = chunk["usage"]
-                if isinstance(chunk.get("timings"), dict):
-                    timings = chunk["timings"]
-                    yield Timing(
-                        prefill_ms=_num(timings.get("prompt_ms")),
-                        decode_ms=_num(timings.get("predicted_ms")),
-                        prompt_eval_tokens=_int(timings.get("prompt_n")),
-                    )
-        if not done and finish is None:
-            if chunks == 0:
-                # llama_cpp.server answers 200 and then nothing when the prompt overflows n_ctx.
-                raise unavailable(
-                    f"{http.where} accepted the request but sent no reply. If the conversation "
-                    "is long it may not fit the model's context (start a new one); otherwise "
-                    "press Retry."
-                )
-            raise http.ended_early()
-        yield _usage(usage, timings, deltas, request)
-        yield Finished(finish or "stop")
+        return body | sampling_fields(request.sampling)
 
     async def list_models(self) -> list[str]:
-        _page, items = await self._model_page(f"{self._http.base_url}/models", "data")
+        items = await self._model_items(f"{self._http.base_url}/models", "data")
         return sorted({str(m["id"]) for m in items if isinstance(m, dict) and m.get("id")})
-
-
-def _usage(
-    usage: dict[str, Any] | None,
-    timings: dict[str, Any] | None,
-    deltas: int,
-    request: ChatRequest,
-) -> Usage:
-    cache_n = _int(timings.get("cache_n")) if timings else None
-    if usage is not None:
-        prompt_details = usage.get("prompt_tokens_details") or {}
-        output_details = usage.get("completion_tokens_details") or {}
-        cached = _int(prompt_details.get("cached_tokens"))
-        if cached is None:  # DeepSeek names it differently
-            cached = _int(usage.get("prompt_cache_hit_tokens"))
-        return Usage(
-            prompt_tokens=_int(usage.get("prompt_tokens")),
-            cached_tokens=cached if cached is not None else cache_n,
-            output_tokens=_int(usage.get("completion_tokens")),
-            reasoning_tokens=_int(output_details.get("reasoning_tokens")),
-            source="reported",
-            cost_usd=_num(usage.get("cost")),
-        )
-    if timings is not None and _int(timings.get("predicted_n")) is not None:
-        prompt_n = _int(timings.get("prompt_n")) or 0
-        return Usage(
-            prompt_tokens=prompt_n + (cache_n or 0),
-            cached_tokens=cache_n,
-            output_tokens=_int(timings.get("predicted_n")),
-            source="reported",
-        )
-    prompt_chars = sum(len(m.content) for m in request.messages)
-    return Usage(
-        prompt_tokens=max(1, round(prompt_chars / CHARS_PER_TOKEN)),
-        output_tokens=deltas,
-        source="counted",
-    )
 
 
 def _int(value: object) -> int | None:
