@@ -75,22 +75,39 @@ _MSG_COLS = (
 _M_MSG_COLS = ", ".join("m." + c for c in _MSG_COLS.split(", "))  # for joins aliasing m
 
 
-def _rows(cur: Any) -> list[dict[str, Any]]:
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+def _chain(start: str, link: str) -> str:
+    """A recursive walk ``chain(id, depth)`` over messages: from the id that ``start`` selects
+    (with its depth), along the ``link`` column, until it is NULL."""
+    return (
+        "WITH RECURSIVE chain(id, depth) AS ("
+        f" {start}"
+        " UNION ALL"
+        f" SELECT m.{link}, chain.depth + 1 FROM messages m JOIN chain ON m.id = chain.id"
+        f" WHERE m.{link} IS NOT NULL)"
+    )
 
 
-_savepoints = itertools.count()
+# The branch on show, from the conversation's first message down its active children.
+_ACTIVE_PATH = _chain("SELECT active_root_id, 0 FROM conversations WHERE id = ?", "active_child_id")
+# The messages a message follows, from its parent up to the first message.
+_ANCESTRY = _chain("SELECT parent_id, 1 FROM messages WHERE id = ?", "parent_id")
+_CHAIN_MESSAGES = f" SELECT {_M_MSG_COLS} FROM chain JOIN messages m ON m.id = chain.id"
+
+
+def _check_status(status: str) -> None:
+    if status not in MESSAGE_STATUSES:
+        raise ValueError(f"unknown message status {status!r}")
 
 
 class ConversationStore:
     def __init__(self, db: sqlite_utils.Database) -> None:
         self._db = db
+        self._savepoints = itertools.count()
 
     @contextmanager
     def _tx(self) -> Iterator[None]:
         """All or nothing (a SAVEPOINT: the connection runs in autocommit mode, and nests)."""
-        name = f"sp{next(_savepoints)}"
+        name = f"sp{next(self._savepoints)}"
         self._db.execute(f"SAVEPOINT {name}")
         try:
             yield
@@ -206,8 +223,7 @@ class ConversationStore:
         parent adds a new version beside that parent's other children (None: a new first
         message, beside the existing first ones).
         """
-        if status not in MESSAGE_STATUSES:
-            raise ValueError(f"unknown message status {status!r}")
+        _check_status(status)
         parent = self.active_leaf_id(conversation_id) if parent_id == "leaf" else parent_id
         now = utc_now()
         with self._tx():
@@ -255,69 +271,50 @@ class ConversationStore:
 
     def messages(self, conversation_id: int) -> builtins.list[Message]:
         """The active path: what the conversation shows, first message first."""
-        cur = self._db.execute(
-            "WITH RECURSIVE path(id, depth) AS ("
-            " SELECT active_root_id, 0 FROM conversations WHERE id = ?"
-            " UNION ALL"
-            " SELECT m.active_child_id, path.depth + 1 FROM messages m JOIN path ON m.id = path.id"
-            " WHERE m.active_child_id IS NOT NULL)"
-            f" SELECT {_M_MSG_COLS}"
-            " FROM path JOIN messages m ON m.id = path.id ORDER BY path.depth",
-            [conversation_id],
+        return self._messages(
+            f"{_ACTIVE_PATH}{_CHAIN_MESSAGES} ORDER BY chain.depth", conversation_id
         )
-        return [Message(*r) for r in cur.fetchall()]
 
     def all_messages(self, conversation_id: int) -> builtins.list[Message]:
         """Every message of every branch, in id order (export)."""
-        cur = self._db.execute(
+        return self._messages(
             f"SELECT {_MSG_COLS} FROM messages WHERE conversation_id = ? ORDER BY id",
-            [conversation_id],
+            conversation_id,
         )
-        return [Message(*r) for r in cur.fetchall()]
 
     def ancestors(self, message_id: int) -> builtins.list[Message]:
         """The messages before ``message_id`` on its branch, first message first."""
-        cur = self._db.execute(
-            "WITH RECURSIVE up(id, depth) AS ("
-            " SELECT parent_id, 1 FROM messages WHERE id = ?"
-            " UNION ALL"
-            " SELECT m.parent_id, up.depth + 1 FROM messages m JOIN up ON m.id = up.id"
-            " WHERE m.parent_id IS NOT NULL)"
-            f" SELECT {_M_MSG_COLS}"
-            " FROM up JOIN messages m ON m.id = up.id ORDER BY up.depth DESC",
-            [message_id],
-        )
-        return [Message(*r) for r in cur.fetchall()]
+        return self._messages(f"{_ANCESTRY}{_CHAIN_MESSAGES} ORDER BY chain.depth DESC", message_id)
+
+    def _messages(self, sql: str, key: int) -> builtins.list[Message]:
+        return [Message(*r) for r in self._db.execute(sql, [key]).fetchall()]
 
     def active_leaf_id(self, conversation_id: int) -> int | None:
-        cur = self._db.execute(
-            "WITH RECURSIVE path(id, depth) AS ("
-            " SELECT active_root_id, 0 FROM conversations WHERE id = ?"
-            " UNION ALL"
-            " SELECT m.active_child_id, path.depth + 1 FROM messages m JOIN path ON m.id = path.id"
-            " WHERE m.active_child_id IS NOT NULL)"
-            " SELECT id FROM path WHERE id IS NOT NULL ORDER BY depth DESC LIMIT 1",
+        return self._id(
+            f"{_ACTIVE_PATH} SELECT id FROM chain WHERE id IS NOT NULL ORDER BY depth DESC LIMIT 1",
             [conversation_id],
         )
-        row = cur.fetchone()
-        return int(row[0]) if row else None
 
     def versions(self, message_id: int) -> Versions:
         msg = self.message(message_id)
         if msg is None:
             return Versions(0, ())
-        if msg.parent_id is None:
+        ids = tuple(self._children(msg.conversation_id, msg.parent_id))
+        return Versions(ids.index(message_id) if message_id in ids else 0, ids)
+
+    def _children(self, conversation_id: int, parent_id: int | None) -> builtins.list[int]:
+        """The ids of ``parent_id``'s children (None: the first messages), oldest first."""
+        if parent_id is None:
             cur = self._db.execute(
                 "SELECT id FROM messages WHERE conversation_id = ? AND parent_id IS NULL "
                 "ORDER BY id",
-                [msg.conversation_id],
+                [conversation_id],
             )
         else:
             cur = self._db.execute(
-                "SELECT id FROM messages WHERE parent_id = ? ORDER BY id", [msg.parent_id]
+                "SELECT id FROM messages WHERE parent_id = ? ORDER BY id", [parent_id]
             )
-        ids = tuple(int(r[0]) for r in cur.fetchall())
-        return Versions(ids.index(message_id) if message_id in ids else 0, ids)
+        return [int(r[0]) for r in cur.fetchall()]
 
     def versions_for(self, messages: builtins.list[Message]) -> dict[int, Versions]:
         """``versions`` for many messages of one path in two queries (only those with >1)."""
@@ -335,11 +332,7 @@ class ConversationStore:
             )
             for parent, mid in cur.fetchall():
                 by_parent.setdefault(parent, []).append(int(mid))
-        cur = self._db.execute(
-            "SELECT id FROM messages WHERE conversation_id = ? AND parent_id IS NULL ORDER BY id",
-            [conv],
-        )
-        by_parent[None] = [int(r[0]) for r in cur.fetchall()]
+        by_parent[None] = self._children(conv, None)
         out: dict[int, Versions] = {}
         for m in messages:
             ids = by_parent.get(m.parent_id, [m.id])
@@ -381,8 +374,7 @@ class ConversationStore:
             )
 
     def set_status(self, message_id: int, status: str) -> None:
-        if status not in MESSAGE_STATUSES:
-            raise ValueError(f"unknown message status {status!r}")
+        _check_status(status)
         self._db.execute(
             "UPDATE messages SET status = ?, error_text = NULL, error_kind = NULL, "
             "updated_at = ? WHERE id = ?",
@@ -399,8 +391,7 @@ class ConversationStore:
         error_kind: str | None = None,
         reasoning: str | None = None,
     ) -> None:
-        if status not in MESSAGE_STATUSES:
-            raise ValueError(f"unknown message status {status!r}")
+        _check_status(status)
         self._db.execute(
             "UPDATE messages SET content = ?, status = ?, error_text = ?, error_kind = ?, "
             "reasoning = COALESCE(?, reasoning), updated_at = ? WHERE id = ?",
@@ -426,25 +417,18 @@ class ConversationStore:
 
     def _active_child_of(self, conversation_id: int, parent_id: int | None) -> int | None:
         if parent_id is None:
-            row = self._db.execute(
+            return self._id(
                 "SELECT active_root_id FROM conversations WHERE id = ?", [conversation_id]
-            ).fetchone()
-        else:
-            row = self._db.execute(
-                "SELECT active_child_id FROM messages WHERE id = ?", [parent_id]
-            ).fetchone()
-        return int(row[0]) if row and row[0] is not None else None
+            )
+        return self._id("SELECT active_child_id FROM messages WHERE id = ?", [parent_id])
 
     def _last_child(self, conversation_id: int, parent_id: int | None) -> int | None:
-        if parent_id is None:
-            row = self._db.execute(
-                "SELECT MAX(id) FROM messages WHERE conversation_id = ? AND parent_id IS NULL",
-                [conversation_id],
-            ).fetchone()
-        else:
-            row = self._db.execute(
-                "SELECT MAX(id) FROM messages WHERE parent_id = ?", [parent_id]
-            ).fetchone()
+        children = self._children(conversation_id, parent_id)
+        return children[-1] if children else None
+
+    def _id(self, sql: str, params: builtins.list[Any]) -> int | None:
+        """The one id ``sql`` selects, or None (no row, or NULL)."""
+        row = self._db.execute(sql, params).fetchone()
         return int(row[0]) if row and row[0] is not None else None
 
     def mark_stale_streaming(self) -> int:

@@ -87,28 +87,14 @@ class StatsStore:
         return {int(r["message_id"]): r for r in rows}
 
     def rows(self, agent_name: str | None = None, limit: int = 1000) -> list[dict[str, Any]]:
-        where, params = (
-            ("WHERE agent_name = ? COLLATE NOCASE", [agent_name])
-            if agent_name
-            else (
-                "",
-                [],
-            )
-        )
+        where, params = _agent_filter(agent_name)
         return self._rows(
             f"SELECT * FROM inference_stats {where} ORDER BY id DESC LIMIT ?", [*params, limit]
         )
 
     def per_agent(self, agent_name: str | None = None) -> list[dict[str, Any]]:
         """Aggregates grouped by agent (by name, so history survives renames of others)."""
-        where, params = (
-            ("WHERE agent_name = ? COLLATE NOCASE", [agent_name])
-            if agent_name
-            else (
-                "",
-                [],
-            )
-        )
+        where, params = _agent_filter(agent_name)
         return self._rows(
             "SELECT agent_name AS agent, COUNT(*) AS calls, "
             "SUM(CASE WHEN error_kind IS NULL THEN 0 ELSE 1 END) AS errors, "
@@ -124,3 +110,10 @@ class StatsStore:
             "ORDER BY calls DESC, agent",
             params,
         )
+
+
+def _agent_filter(agent_name: str | None) -> tuple[str, list[Any]]:
+    """The WHERE clause (and its parameters) for one agent's rows; none for every agent."""
+    if agent_name:
+        return "WHERE agent_name = ? COLLATE NOCASE", [agent_name]
+    return "", []
