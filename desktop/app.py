@@ -145,9 +145,9 @@ def run_app(argv: list[str] | None = None) -> int:
 
     async def main() -> None:
         await closed
-        # The window cancelled a streaming reply in closeEvent; wait until ChatService has
+        # The window cancelled every streaming reply in closeEvent; wait until ChatService has
         # stored its partial text as "cancelled" before closing the database.
-        await window.controller.wait()
+        await window.wait_idle()
         # Half-read HTTP streams are finalised through the loop (asyncgen hooks): collect
         # them now, while it still runs, not during shutdown where they would fail noisily.
         import gc

@@ -12,21 +12,13 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, assert_never
+from typing import Any
 from urllib.parse import urlsplit
 
 from desktop.chat.providers import ProviderFactory, load_params_for
+from desktop.chat.stats_clock import StatsClock
 from desktop.llm.errors import UserError
-from desktop.llm.events import (
-    Finished,
-    ReasoningDelta,
-    RunInfo,
-    StreamEvent,
-    TextDelta,
-    Timing,
-    Usage,
-)
+from desktop.llm.events import Finished, ReasoningDelta, RunInfo, StreamEvent, TextDelta
 from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
 from desktop.local.context import (
     DEFAULT_REPLY_RESERVE,
@@ -45,112 +37,6 @@ CHECKPOINT_INTERVAL_S = 1.0
 TITLE_LENGTH = 60
 # Sent (not stored) after a cut-off reply to have the model carry on from where it stopped.
 CONTINUE_PROMPT = "Continue exactly where your last reply stopped. Do not repeat anything."
-
-
-class StatsClock:
-    """Collects what happened during one call and turns it into an inference_stats row."""
-
-    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
-        self._clock = clock
-        self.started = clock()
-        self.started_at = datetime.now(UTC).isoformat(timespec="milliseconds")
-        self.first_token: float | None = None
-        self.last_token: float | None = None
-        self.deltas = 0
-        self.usage = Usage(source="counted")
-        self.timing = Timing()
-        self.info = RunInfo()
-
-    def on_event(self, event: StreamEvent) -> None:
-        match event:
-            case TextDelta() | ReasoningDelta():
-                now = self._clock()
-                if self.first_token is None:
-                    self.first_token = now
-                self.last_token = now
-                self.deltas += 1
-            case Usage() as usage:
-                self.usage = usage
-            case Timing() as timing:
-                self.timing = Timing(
-                    **{
-                        name: getattr(timing, name)
-                        if getattr(timing, name) is not None
-                        else getattr(self.timing, name)
-                        for name in Timing.__slots__
-                    }
-                )
-            case RunInfo() as info:
-                self.info = info
-            case Finished():
-                pass
-            case _:
-                assert_never(event)
-
-    def row(self, finish_reason: str, error_kind: str | None = None) -> dict[str, Any]:
-        end = self._clock()
-        ms = lambda a, b: None if a is None or b is None else round((b - a) * 1000, 2)  # noqa: E731
-        output = self.usage.output_tokens
-        source = self.usage.source
-        if output is None and self.deltas:
-            output, source = self.deltas, "counted"
-        timing = self.timing
-        decode_tok_s = None
-        if timing.decode_ms and output and output > 1:
-            # Exact backend figure: tokens evaluated during decode / decode time.
-            decode_tok_s = round((output - 1) / (timing.decode_ms / 1000), 2)
-        elif (
-            output
-            and output > 1
-            and self.first_token is not None
-            and self.last_token is not None
-            and self.last_token > self.first_token
-        ):
-            decode_tok_s = round((output - 1) / (self.last_token - self.first_token), 2)
-        prefill_tok_s = None
-        if timing.prefill_ms and timing.prompt_eval_tokens:
-            prefill_tok_s = round(timing.prompt_eval_tokens / (timing.prefill_ms / 1000), 2)
-        prompt = self.usage.prompt_tokens
-        window = self.info.context_window
-        fill = None
-        if window and prompt is not None:
-            fill = round((prompt + (output or 0)) / window, 4)
-        params = self.info.load_params
-        return {
-            "started_at": self.started_at,
-            "ttft_ms": ms(self.started, self.first_token),
-            "total_ms": ms(self.started, end),
-            "decode_ms": round(timing.decode_ms, 2)
-            if timing.decode_ms is not None
-            else ms(self.first_token, self.last_token),
-            "prefill_ms": round(timing.prefill_ms, 2) if timing.prefill_ms is not None else None,
-            "connect_ms": timing.connect_ms,
-            "headers_ms": round(timing.headers_ms, 2) if timing.headers_ms is not None else None,
-            "load_ms": round(timing.load_ms, 2) if timing.load_ms is not None else None,
-            "prompt_tokens": prompt,
-            "cached_tokens": self.usage.cached_tokens,
-            "prompt_eval_tokens": timing.prompt_eval_tokens,
-            "output_tokens": output,
-            "reasoning_tokens": self.usage.reasoning_tokens,
-            "token_source": source if (prompt is not None or output is not None) else None,
-            "prefill_tok_s": prefill_tok_s,
-            "decode_tok_s": decode_tok_s,
-            "finish_reason": finish_reason,
-            "error_kind": error_kind,
-            "cost_usd": self.usage.cost_usd,
-            "price_source": "reported" if self.usage.cost_usd is not None else None,
-            "model_reported": self.info.model_reported,
-            "backend": self.info.backend,
-            "context_window": window,
-            "context_fill": fill,
-            "n_ctx": params.get("n_ctx"),
-            "n_gpu_layers": params.get("n_gpu_layers"),
-            "n_threads": params.get("n_threads"),
-            "kv_type": params.get("kv_type") or ("f16" if params else None),
-            "flash_attn": int(bool(params.get("flash_attn"))) if params else None,
-            "model_file_size": self.info.model_file_size,
-            "quantization": self.info.quantization,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +70,12 @@ class Turn:
     # appended to it, in the same message.
     prefix: str = ""
     kind: str = "send"  # send / retry / regenerate / edit / continue
+    # The rows as stored when the turn began (the view shows them without reading them back):
+    # ``user_message`` when this turn wrote a new question, ``reply`` the message being written.
+    user_message: Message | None = None
+    reply: Message | None = None
+    # The running call's stats clock (live rate, queue state); None until ``run`` starts.
+    clock: StatsClock | None = None
 
 
 class ChatService:
@@ -209,7 +101,7 @@ class ChatService:
             conversation_id, "user", text, agent_id=agent.id, agent_name=agent.name
         )
         reply = self._new_reply(conversation_id, agent, user.id)
-        return Turn(conversation_id, agent, user.id, reply.id)
+        return Turn(conversation_id, agent, user.id, reply.id, user_message=user, reply=reply)
 
     def _message_in(self, conversation_id: int, message_id: int, role: str) -> Message:
         msg = self.conversations.message(message_id)
@@ -243,6 +135,7 @@ class ChatService:
             reply.id,
             kind="retry",
             drop_oldest_turns=drop_oldest_turns,
+            reply=reply,
         )
 
     def plan_context_fit(
@@ -276,7 +169,7 @@ class ChatService:
         if old.parent_id is None:
             raise ValueError("no user message to answer again")
         reply = self._new_reply(conversation_id, agent, old.parent_id)
-        return Turn(conversation_id, agent, old.parent_id, reply.id, kind="regenerate")
+        return Turn(conversation_id, agent, old.parent_id, reply.id, kind="regenerate", reply=reply)
 
     def begin_edit(self, conversation_id: int, agent: Agent, user_id: int, text: str) -> Turn:
         """An edited question becomes a new branch beside the old one, answered afresh."""
@@ -290,7 +183,9 @@ class ChatService:
             parent_id=old.parent_id,
         )
         reply = self._new_reply(conversation_id, agent, user.id)
-        return Turn(conversation_id, agent, user.id, reply.id, kind="edit")
+        return Turn(
+            conversation_id, agent, user.id, reply.id, kind="edit", user_message=user, reply=reply
+        )
 
     def begin_continue(self, conversation_id: int, agent: Agent, reply_id: int) -> Turn:
         """Carry on a reply that stopped early (max tokens, Stop); text goes on the same one."""
@@ -307,6 +202,7 @@ class ChatService:
             reasoning=old.reasoning,
             prefix=old.content,
             kind="continue",
+            reply=old,
         )
 
     def _new_reply(self, conversation_id: int, agent: Agent, parent_id: int) -> Message:
@@ -358,7 +254,7 @@ class ChatService:
         turn, not raised: the caller shows it with a Retry button.
         """
         agent = turn.agent
-        clock = StatsClock(self._clock)
+        clock = turn.clock = StatsClock(self._clock)
         parts: list[str] = [turn.prefix] if turn.prefix else []
         thoughts: list[str] = [turn.reasoning] if turn.reasoning else []
         last_checkpoint = self._clock()

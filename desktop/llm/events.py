@@ -77,8 +77,17 @@ class RunInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class Queued:
+    """The request waits for a shared backend (one local model answers one chat at a time):
+    ``waiting=True`` when the wait begins, with the reason in words; ``False`` when it ends."""
+
+    waiting: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Finished:
     reason: FinishReason
 
 
-StreamEvent = TextDelta | ReasoningDelta | Usage | Timing | RunInfo | Finished
+StreamEvent = TextDelta | ReasoningDelta | Usage | Timing | RunInfo | Queued | Finished

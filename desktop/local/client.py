@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
 from desktop.llm.errors import ContextTooLong, LocalModelError, UserError
-from desktop.llm.events import StreamEvent
+from desktop.llm.events import Queued, StreamEvent
 from desktop.llm.provider import ChatRequest
 from desktop.local.engine import LoadParams
 from desktop.local.worker import worker_main
@@ -160,10 +160,25 @@ class WorkerClient:
         async with self._busy:
             await asyncio.to_thread(self.shutdown)
 
+    @property
+    def busy(self) -> bool:
+        """A request holds the worker; the next one waits for it."""
+        return self._busy.locked()
+
     async def stream(self, params: LoadParams, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Generate in the worker. Cancelling the consumer stops decode within one token and
-        prefill within one batch; a worker that does not stop within 2 s is killed."""
+        prefill within one batch; a worker that does not stop within 2 s is killed.
+
+        One request at a time: one that finds the worker busy yields ``Queued(waiting=True)``,
+        then ``Queued(waiting=False)`` once it holds the worker. (Taking a free lock does not
+        suspend, so of two requests the first to get here runs and the other says it waits.)
+        """
+        queued = self._busy.locked()
+        if queued:
+            yield Queued(waiting=True, reason="the local model is answering another chat")
         async with self._busy:
+            if queued:
+                yield Queued(waiting=False)
             loop = asyncio.get_running_loop()
             queue: asyncio.Queue[Any] = asyncio.Queue()
             with self._sink_lock:

@@ -45,9 +45,6 @@ class LocalRuntime:
             self._idle_timer.cancel()
             self._idle_timer = None
 
-    def _request_started(self) -> None:
-        self._cancel_idle_timer()
-
     def _request_finished(self) -> None:
         """Arm the idle timer on the running loop; it unloads only if nothing ran since."""
         self._cancel_idle_timer()
@@ -93,6 +90,45 @@ class LocalRuntime:
     def state(self) -> ModelState:
         return self.worker.state
 
+    @property
+    def state_detail(self) -> str:
+        """What the state is about (a file being loaded, why it failed)."""
+        return self.worker.state_detail
+
+    @property
+    def loaded_params(self) -> LoadParams | None:
+        """The load parameters of the model in the worker, None when none is loaded."""
+        return self.worker.params if self.worker.alive else None
+
+    @property
+    def busy(self) -> bool:
+        """A request holds the worker (another one would wait in the queue)."""
+        return self.worker.busy
+
+    def state_of(self, model_path: str) -> ModelState:
+        """What an agent using ``model_path`` would meet: its model's state when that file is
+        the one loaded (or failed loading), "unloaded" otherwise."""
+        loaded = self.worker.params.model_path if self.worker.params is not None else None
+        if loaded != model_path or not self.worker.alive:
+            return "error" if self.worker.state == "error" and loaded == model_path else "unloaded"
+        return self.worker.state
+
+    async def stream(self, params: LoadParams, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Generate with the model of ``params``. A bad file is told apart before a worker
+        process starts for it. One request runs at a time; one that waits for the worker says
+        so (``Queued``, see ``WorkerClient.stream``)."""
+        self._cancel_idle_timer()
+        try:
+            await self.check_model_file(params.model_path)
+            events = self.worker.stream(params, request)
+            try:
+                async for event in events:
+                    yield event
+            finally:
+                await events.aclose()  # type: ignore[attr-defined]
+        finally:
+            self._request_finished()
+
     def cancel_all(self) -> None:
         self.worker.cancel()
 
@@ -111,19 +147,8 @@ class LocalProvider:
         self._runtime = runtime
         self._params = params
 
-    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        # A bad file is told apart here, before a worker process starts for it.
-        self._runtime._request_started()
-        try:
-            await self._runtime.check_model_file(self._params.model_path)
-            events = self._runtime.worker.stream(self._params, request)
-            try:
-                async for event in events:
-                    yield event
-            finally:
-                await events.aclose()  # type: ignore[attr-defined]
-        finally:
-            self._runtime._request_finished()
+    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        return self._runtime.stream(self._params, request)
 
     async def list_models(self) -> list[str]:
         return [self._params.model_path]

@@ -103,7 +103,7 @@ def make_window(qtbot: Any, qloop: asyncio.AbstractEventLoop) -> Iterator[Any]:
     yield make
     for window in windows:
         window.close()
-        qtbot.waitUntil(lambda w=window: not w.controller.busy, timeout=30_000)
+        qtbot.waitUntil(lambda w=window: not w.busy, timeout=30_000)
         window.deleteLater()
     collect_qt_garbage()
 

@@ -93,12 +93,12 @@ def test_render_a_long_conversation_light_and_dark(
             for _ in range(5):
                 qapp.processEvents()
             QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
-            window.transcript.scroll_to_bottom()
+            window.pane.transcript.scroll_to_bottom()
             qapp.processEvents()
             path = out / f"conv-{name}.png"
             assert window.grab().save(str(path))
             assert path.stat().st_size > 20_000
-        bubble = window.transcript.bubbles()[-1]
+        bubble = window.pane.transcript.bubbles()[-1]
         assert bubble.version_text == "‹ 2/2 ›" and bubble.code_blocks()
         assert "TTFT 212 ms" in bubble.footer.text()
     finally:

@@ -32,8 +32,8 @@ def _stats_rows(services: Any, message_id: int) -> list[tuple[Any, ...]]:
 
 
 def _send(qtbot: Any, window: Any, text: str) -> None:
-    window.composer.setPlainText(text)
-    qtbot.keyClick(window.composer, Qt.Key.Key_Return)
+    window.pane.composer.setPlainText(text)
+    qtbot.keyClick(window.pane.composer, Qt.Key.Key_Return)
 
 
 def test_window_opens_with_the_starter_agent_selected_and_a_new_chat_ready(
@@ -41,29 +41,29 @@ def test_window_opens_with_the_starter_agent_selected_and_a_new_chat_ready(
 ) -> None:
     assert window.current_agent is not None
     assert window.current_agent.name == STARTER
-    assert window.agent_list.currentItem().text() == STARTER
+    assert window.agents.agent_list.currentItem().text() == STARTER
     assert window.conversation_id is None  # stored on the first message
-    assert window.composer.placeholderText() == f"Message {STARTER}…"
-    assert window.send_button.text() == "Send"
-    assert not window.send_button.isEnabled()  # nothing typed yet
-    assert window.header_title.text() == STARTER
-    assert window.transcript.bubbles() == []
+    assert window.pane.composer.placeholderText() == f"Message {STARTER}…"
+    assert window.pane.send_button.text() == "Send"
+    assert not window.pane.send_button.isEnabled()  # nothing typed yet
+    assert window.pane.header_title.text() == STARTER
+    assert window.pane.transcript.bubbles() == []
 
 
 @pytest.mark.slow
 def test_enter_streams_a_reply_from_the_starter_model_and_records_stats(
     qtbot: Any, window: Any, services: Any
 ) -> None:
-    qtbot.keyClicks(window.composer, "Say hello.")
-    qtbot.keyClick(window.composer, Qt.Key.Key_Return)
-    assert window.controller.busy
-    assert window.composer.toPlainText() == ""
-    qtbot.waitUntil(lambda: not window.controller.busy, timeout=REPLY_TIMEOUT_MS)
+    qtbot.keyClicks(window.pane.composer, "Say hello.")
+    qtbot.keyClick(window.pane.composer, Qt.Key.Key_Return)
+    assert window.pane.presenter.busy
+    assert window.pane.composer.toPlainText() == ""
+    qtbot.waitUntil(lambda: not window.pane.presenter.busy, timeout=REPLY_TIMEOUT_MS)
 
     reply = _assistant(services, window)
     assert reply.status == "complete"
     assert reply.content.strip()
-    bubble = window.transcript.bubble(reply.id)
+    bubble = window.pane.transcript.bubble(reply.id)
     assert bubble is not None and bubble.text.strip()
     assert bubble.is_markdown  # rendered once finished, plain text while streaming
     rows = _stats_rows(services, reply.id)
@@ -76,18 +76,18 @@ def test_enter_streams_a_reply_from_the_starter_model_and_records_stats(
     assert "ttft_ms" in bubble.footer.toolTip()
     assert "TTFT" in window.status_label.text()
     # the conversation is listed, titled after the first message
-    assert window.conversation_list.count() == 1
-    assert window.conversation_list.item(0).text() == "Say hello."
+    assert window.browser.conversation_list.count() == 1
+    assert window.browser.conversation_list.item(0).text() == "Say hello."
 
 
 def test_shift_enter_inserts_a_newline_and_does_not_send(
     qtbot: Any, window: Any, services: Any
 ) -> None:
-    qtbot.keyClicks(window.composer, "first line")
-    qtbot.keyClick(window.composer, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
-    qtbot.keyClicks(window.composer, "second line")
-    assert window.composer.toPlainText() == "first line\nsecond line"
-    assert not window.controller.busy
+    qtbot.keyClicks(window.pane.composer, "first line")
+    qtbot.keyClick(window.pane.composer, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+    qtbot.keyClicks(window.pane.composer, "second line")
+    assert window.pane.composer.toPlainText() == "first line\nsecond line"
+    assert not window.pane.presenter.busy
     assert window.conversation_id is None
     assert services.conversations.list() == []
 
@@ -99,15 +99,15 @@ def test_stop_keeps_partial_text_and_marks_message_cancelled(
     limit_starter(services, max_tokens=400)
     window.reload_agents()
     _send(qtbot, window, "Write a long story about a lighthouse keeper and the sea.")
-    assert window.send_button.text() == "Stop"
-    reply_id = window.controller.turn.assistant_message_id
-    bubble = window.transcript.bubble(reply_id)
+    assert window.pane.send_button.text() == "Stop"
+    reply_id = window.pane.presenter.turn.assistant_message_id
+    bubble = window.pane.transcript.bubble(reply_id)
     qtbot.waitUntil(lambda: bubble.text not in ("", "…"), timeout=REPLY_TIMEOUT_MS)
-    assert window.controller.busy, "the reply finished before Stop could be pressed"
-    qtbot.mouseClick(window.send_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: not window.controller.busy, timeout=30_000)
+    assert window.pane.presenter.busy, "the reply finished before Stop could be pressed"
+    qtbot.mouseClick(window.pane.send_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not window.pane.presenter.busy, timeout=30_000)
 
-    assert window.send_button.text() == "Send"
+    assert window.pane.send_button.text() == "Send"
     reply = services.conversations.message(reply_id)
     assert reply.status == "cancelled"
     assert reply.content.strip()
@@ -123,15 +123,15 @@ def test_closing_the_window_mid_stream_keeps_the_partial_text_as_cancelled(
     limit_starter(services, max_tokens=400)
     window.reload_agents()
     _send(qtbot, window, "Write a long poem about mountains, rivers and the wind.")
-    reply_id = window.controller.turn.assistant_message_id
-    bubble = window.transcript.bubble(reply_id)
+    reply_id = window.pane.presenter.turn.assistant_message_id
+    bubble = window.pane.transcript.bubble(reply_id)
     qtbot.waitUntil(lambda: bubble.text not in ("", "…"), timeout=REPLY_TIMEOUT_MS)
-    assert window.controller.busy
+    assert window.pane.presenter.busy
     closed: list[bool] = []
     window.closed.connect(lambda: closed.append(True))
     window.close()
     assert closed == [True]
-    qtbot.waitUntil(lambda: not window.controller.busy, timeout=30_000)
+    qtbot.waitUntil(lambda: not window.pane.presenter.busy, timeout=30_000)
     reply = services.conversations.message(reply_id)
     assert reply.status == "cancelled"
     assert reply.content.strip()
@@ -156,33 +156,33 @@ def test_provider_error_shows_on_the_message_with_retry_and_window_stays_usable(
     window.select_agent(broken.id)
     assert window.current_agent.name == "Closed port"
     _send(qtbot, window, "Hello?")
-    qtbot.waitUntil(lambda: not window.controller.busy, timeout=30_000)
+    qtbot.waitUntil(lambda: not window.pane.presenter.busy, timeout=30_000)
 
     reply = _assistant(services, window)
     assert reply.status == "error"
     assert reply.error_text
     assert reply.content == ""  # the error is never pasted into the reply text
-    bubble = window.transcript.bubble(reply.id)
+    bubble = window.pane.transcript.bubble(reply.id)
     assert not bubble.error_box.isHidden()
     assert bubble.error_text.text() == reply.error_text
     assert not bubble.retry_button.isHidden()
     assert bubble.body.isHidden()
 
     qtbot.mouseClick(bubble.retry_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: window.transcript.bubble(reply.id) is None)  # (a queued action)
-    qtbot.waitUntil(lambda: not window.controller.busy, timeout=30_000)
-    assert window.transcript.bubble(reply.id) is None  # replaced by the new attempt
+    qtbot.waitUntil(lambda: window.pane.transcript.bubble(reply.id) is None)  # (a queued action)
+    qtbot.waitUntil(lambda: not window.pane.presenter.busy, timeout=30_000)
+    assert window.pane.transcript.bubble(reply.id) is None  # replaced by the new attempt
     retried = _assistant(services, window)
     assert retried.id != reply.id and retried.status == "error"
-    assert not window.transcript.bubble(retried.id).error_box.isHidden()
+    assert not window.pane.transcript.bubble(retried.id).error_box.isHidden()
     assert [m.role for m in services.conversations.messages(window.conversation_id)] == [
         "user",
         "assistant",
     ]
 
     # still usable: typing works and Send is enabled again
-    qtbot.keyClicks(window.composer, "still here")
-    assert window.send_button.isEnabled() and window.send_button.text() == "Send"
+    qtbot.keyClicks(window.pane.composer, "still here")
+    assert window.pane.send_button.isEnabled() and window.pane.send_button.text() == "Send"
     assert "failed" in window.status_label.text()
 
 
@@ -192,11 +192,11 @@ def test_a_1mb_paste_into_the_composer_completes_with_all_text(
     big = ("lorem ipsum dolor sit amet " * 4 + "\n") * 9_346  # ~1 MB, many lines
     assert len(big) > 1_000_000
     qapp.clipboard().setText(big)
-    window.composer.setFocus()
-    window.composer.paste()
+    window.pane.composer.setFocus()
+    window.pane.composer.paste()
     qapp.processEvents()
-    assert len(window.composer.toPlainText()) == len(big)
-    assert window.send_button.isEnabled()
+    assert len(window.pane.composer.toPlainText()) == len(big)
+    assert window.pane.send_button.isEnabled()
 
 
 def test_a_1mb_message_is_shown_truncated_in_its_bubble(window: Any, services: Any) -> None:
@@ -207,7 +207,7 @@ def test_a_1mb_message_is_shown_truncated_in_its_bubble(window: Any, services: A
     text = "x" * 1_000_000
     message = services.conversations.add_message(conv.id, "user", text)
     window.open_conversation(conv.id)
-    shown = window.transcript.bubble(message.id).text
+    shown = window.pane.transcript.bubble(message.id).text
     assert shown.startswith("x" * DISPLAY_LIMIT)
     assert f"({1_000_000 - DISPLAY_LIMIT:,} more characters)" in shown
     assert len(shown) < DISPLAY_LIMIT + 100
@@ -240,18 +240,18 @@ def test_conversations_of_all_agents_are_listed_newest_first_and_open_on_select(
     new = services.conversations.create(other.id, "Newer chat")
     services.conversations.add_message(new.id, "user", "hello")
     window.reload_agents()
-    window.reload_conversations()
-    titles = [window.conversation_list.item(i).text() for i in range(2)]
+    window.browser.reload(current=window.conversation_id)
+    titles = [window.browser.conversation_list.item(i).text() for i in range(2)]
     assert titles == ["Newer chat", "Older chat"]
-    window.conversation_list.setCurrentRow(1)
+    window.browser.conversation_list.setCurrentRow(1)
     assert window.conversation_id == old.id
     assert window.current_agent.id == starter.id
-    window.conversation_list.setCurrentRow(0)
+    window.browser.conversation_list.setCurrentRow(0)
     assert window.conversation_id == new.id
     assert window.current_agent.name == "Remote"
-    assert "Remote" in window.conversation_list.item(0).data(Qt.ItemDataRole.UserRole + 1)
+    assert "Remote" in window.browser.conversation_list.item(0).data(Qt.ItemDataRole.UserRole + 1)
     window.new_chat()
-    assert window.conversation_id is None and window.transcript.bubbles() == []
+    assert window.conversation_id is None and window.pane.transcript.bubbles() == []
 
 
 def test_delete_agent_asks_first_and_clone_copies(
@@ -259,14 +259,14 @@ def test_delete_agent_asks_first_and_clone_copies(
 ) -> None:
     answers: list[bool] = [False, True]
     monkeypatch.setattr(window, "confirm", lambda _title, _text: answers.pop(0))
-    window.clone_agent()
+    window.agents.clone_agent()
     assert window.current_agent.name == f"{STARTER} (copy)"
-    window.delete_agent()  # answered "Cancel"
+    window.agents.delete_agent()  # answered "Cancel"
     assert services.agents.by_name(f"{STARTER} (copy)") is not None
-    window.delete_agent()  # answered "Yes"
+    window.agents.delete_agent()  # answered "Yes"
     assert services.agents.by_name(f"{STARTER} (copy)") is None
     assert window.current_agent is not None
-    assert window.agent_list.count() == 1
+    assert window.agents.agent_list.count() == 1
 
 
 @pytest.mark.slow
@@ -274,13 +274,13 @@ def test_sending_a_1mb_message_shows_it_cut_and_a_context_error_on_the_reply(
     qtbot: Any, window: Any, services: Any
 ) -> None:
     big = ("lorem ipsum dolor sit amet " * 4 + "\n") * 9_346
-    window.composer.setPlainText(big)
-    qtbot.keyClick(window.composer, Qt.Key.Key_Return)
-    user_id = window.controller.turn.user_message_id
-    qtbot.waitUntil(lambda: not window.controller.busy, timeout=REPLY_TIMEOUT_MS)
+    window.pane.composer.setPlainText(big)
+    qtbot.keyClick(window.pane.composer, Qt.Key.Key_Return)
+    user_id = window.pane.presenter.turn.user_message_id
+    qtbot.waitUntil(lambda: not window.pane.presenter.busy, timeout=REPLY_TIMEOUT_MS)
     assert services.conversations.message(user_id).content == big  # stored whole
-    shown = window.transcript.bubble(user_id).text
+    shown = window.pane.transcript.bubble(user_id).text
     assert len(shown) < 20_100 and "more characters)" in shown
     reply = _assistant(services, window)
     assert reply.status == "error" and reply.error_text
-    assert not window.transcript.bubble(reply.id).error_box.isHidden()
+    assert not window.pane.transcript.bubble(reply.id).error_box.isHidden()

@@ -27,7 +27,7 @@ def _columns(page: Any) -> list[str]:
 
 
 def test_agent_editor_shows_a_live_memory_estimate(window: Any, qtbot: Any) -> None:
-    dialog = window._editor(window._agent)
+    dialog = window.agents.editor(window.current_agent)
     view = dialog.memory_slot.itemAt(0).widget()
     qtbot.waitUntil(lambda: view.current is not None, timeout=20_000)
     small = view.current.kv_cache
@@ -46,22 +46,22 @@ def test_context_too_long_offers_to_drop_oldest_turns_and_then_answers(
     services.agents.update(agent.with_changes(n_ctx=512, max_tokens=12, seed=1))
     window = make_window(services)
     long = " ".join(f"fact{i}" for i in range(120))
-    window.composer.setPlainText(f"Remember: {long}")
-    qtbot.keyClick(window.composer, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: not window.controller.busy, timeout=60_000)
-    window.composer.setPlainText(f"And also: {long}")
-    qtbot.keyClick(window.composer, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: not window.controller.busy, timeout=60_000)
+    window.pane.composer.setPlainText(f"Remember: {long}")
+    qtbot.keyClick(window.pane.composer, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: not window.pane.presenter.busy, timeout=60_000)
+    window.pane.composer.setPlainText(f"And also: {long}")
+    qtbot.keyClick(window.pane.composer, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: not window.pane.presenter.busy, timeout=60_000)
 
     failed = services.conversations.messages(window.conversation_id)[-1]
     assert failed.status == "error" and failed.error_kind == "context_too_long"
-    bubble = window.transcript.bubble(failed.id)
+    bubble = window.pane.transcript.bubble(failed.id)
     drop = bubble.fit_buttons["fit_drop"]
     assert not drop.isHidden() and not bubble.fit_buttons["fit_raise"].isHidden()
 
     qtbot.mouseClick(drop, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: window.transcript.bubble(failed.id) is None, timeout=30_000)
-    qtbot.waitUntil(lambda: not window.controller.busy, timeout=60_000)
+    qtbot.waitUntil(lambda: window.pane.transcript.bubble(failed.id) is None, timeout=30_000)
+    qtbot.waitUntil(lambda: not window.pane.presenter.busy, timeout=60_000)
     reply = services.conversations.messages(window.conversation_id)[-1]
     assert reply.role == "assistant" and reply.status == "complete"
     assert "oldest turn" in window.status_label.text() or reply.content
@@ -70,14 +70,14 @@ def test_context_too_long_offers_to_drop_oldest_turns_and_then_answers(
 def test_local_agent_shows_its_model_state(window: Any, qtbot: Any) -> None:
     from PySide6.QtCore import Qt
 
-    agent = window._agent
+    agent = window.current_agent
     assert window.model_state_of(agent) == "unloaded"
-    assert window.header_subtitle.text().endswith("· unloaded")
+    assert window.pane.header_subtitle.text().endswith("· unloaded")
     assert "loads with the first message" in window.status_label.text()
-    window.composer.setPlainText("Hi")
-    qtbot.keyClick(window.composer, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: not window.controller.busy, timeout=60_000)
-    qtbot.waitUntil(lambda: window.header_subtitle.text().endswith("· ready"), timeout=10_000)
+    window.pane.composer.setPlainText("Hi")
+    qtbot.keyClick(window.pane.composer, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: not window.pane.presenter.busy, timeout=60_000)
+    qtbot.waitUntil(lambda: window.pane.header_subtitle.text().endswith("· ready"), timeout=10_000)
     assert window.model_state_of(agent) == "ready"
 
 
@@ -95,6 +95,6 @@ def test_a_model_without_chat_template_is_said_under_the_agent(
     )
     window = make_window(services)
     window.select_agent(agent.id)
-    qtbot.waitUntil(lambda: "ChatML" in window.header_subtitle.text(), timeout=20_000)
+    qtbot.waitUntil(lambda: "ChatML" in window.pane.header_subtitle.text(), timeout=20_000)
     window.select_agent(services.agents.by_name("SmolLM2 (local)").id)
-    qtbot.waitUntil(lambda: "ChatML" not in window.header_subtitle.text(), timeout=20_000)
+    qtbot.waitUntil(lambda: "ChatML" not in window.pane.header_subtitle.text(), timeout=20_000)

@@ -109,13 +109,13 @@ def test_render_main_window_light_and_dark(
     window.splitter.setSizes([290, 910])
     window.reload_agents()
     window.open_conversation(conv_id)
-    window.composer.setPlainText("Compare that with q4_0")
+    window.pane.composer.setPlainText("Compare that with q4_0")
     window.status_label.setText("TTFT 85 ms · 112 tok/s · 32 → 57 tokens · stop")
     try:
         for name, dark in (("light", False), ("dark", True)):
             theme.install(qapp, dark=dark)
             qapp.processEvents()
-            window.transcript.scroll_to_bottom()
+            window.pane.transcript.scroll_to_bottom()
             qapp.processEvents()
             path = out / f"main-window-{name}.png"
             assert window.grab().save(str(path))

@@ -1,0 +1,162 @@
+"""The stats clock: what happened during one model call, as one ``inference_stats`` row.
+
+Every figure is computed here once: the stored row, the line under a reply and the live rate
+on the status line while a reply streams all read this clock.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, assert_never
+
+from desktop.llm.events import (
+    Finished,
+    Queued,
+    ReasoningDelta,
+    RunInfo,
+    StreamEvent,
+    TextDelta,
+    Timing,
+    Usage,
+)
+
+
+def _ms(start: float | None, end: float | None) -> float | None:
+    return None if start is None or end is None else round((end - start) * 1000, 2)
+
+
+def _round(value: float | None) -> float | None:
+    return round(value, 2) if value is not None else None
+
+
+def token_rate(tokens: int | None, seconds: float | None) -> float | None:
+    """Decode speed: the first token ends the prefill, so ``tokens - 1`` over the time from
+    the first token to the last (ARCHITECTURE.md: decode tok/s = (output − 1) / decode time)."""
+    if not tokens or tokens < 2 or not seconds or seconds <= 0:
+        return None
+    return round((tokens - 1) / seconds, 2)
+
+
+class StatsClock:
+    """Collects the events of one call; ``row()`` turns them into an inference_stats row."""
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self._clock = clock
+        self.started = clock()
+        self.started_at = datetime.now(UTC).isoformat(timespec="milliseconds")
+        self.first_token: float | None = None
+        self.last_token: float | None = None
+        self.tokens = 0  # model tokens of text and reasoning seen (TextDelta.tokens)
+        self.queued_at: float | None = None
+        self.queued_ms: float | None = None
+        self.queue_reason = ""
+        self.usage = Usage(source="counted")
+        self.timing = Timing()
+        self.info = RunInfo()
+
+    def on_event(self, event: StreamEvent) -> None:
+        match event:
+            case TextDelta() | ReasoningDelta():
+                now = self._clock()
+                if self.first_token is None:
+                    self.first_token = now
+                self.last_token = now
+                self.tokens += event.tokens if isinstance(event, TextDelta) else 1
+            case Usage() as usage:
+                self.usage = usage
+            case Timing() as timing:
+                self.timing = Timing(
+                    **{
+                        name: getattr(timing, name)
+                        if getattr(timing, name) is not None
+                        else getattr(self.timing, name)
+                        for name in Timing.__slots__
+                    }
+                )
+            case RunInfo() as info:
+                self.info = info
+            case Queued(waiting=True, reason=reason):
+                self.queued_at, self.queue_reason = self._clock(), reason
+            case Queued(waiting=False):
+                self.queued_ms = _ms(self.queued_at, self._clock())
+                self.queued_at = None
+            case Finished():
+                pass
+            case _:
+                assert_never(event)
+
+    def now(self) -> float:
+        return self._clock()
+
+    @property
+    def waiting_in_queue(self) -> bool:
+        """The call waits for a shared backend (``queue_reason`` says which)."""
+        return self.queued_at is not None
+
+    def live_decode_tok_s(self) -> float | None:
+        """The decode speed so far, by the same formula as the stored figure."""
+        if self.first_token is None or self.last_token is None:
+            return None
+        return token_rate(self.tokens, self.last_token - self.first_token)
+
+    def row(self, finish_reason: str, error_kind: str | None = None) -> dict[str, Any]:
+        end = self._clock()
+        output = self.usage.output_tokens
+        source = self.usage.source
+        if output is None and self.tokens:
+            output, source = self.tokens, "counted"
+        timing = self.timing
+        if timing.decode_ms:
+            # Exact backend figure: tokens evaluated during decode / decode time.
+            decode_tok_s = token_rate(output, timing.decode_ms / 1000)
+        elif self.first_token is not None and self.last_token is not None:
+            decode_tok_s = token_rate(output, self.last_token - self.first_token)
+        else:
+            decode_tok_s = None
+        prefill_tok_s = None
+        if timing.prefill_ms and timing.prompt_eval_tokens:
+            prefill_tok_s = round(timing.prompt_eval_tokens / (timing.prefill_ms / 1000), 2)
+        prompt = self.usage.prompt_tokens
+        window = self.info.context_window
+        fill = None
+        if window and prompt is not None:
+            fill = round((prompt + (output or 0)) / window, 4)
+        params = self.info.load_params
+        return {
+            "started_at": self.started_at,
+            "queued_ms": self.queued_ms,
+            "ttft_ms": _ms(self.started, self.first_token),
+            "total_ms": _ms(self.started, end),
+            "decode_ms": _round(timing.decode_ms)
+            if timing.decode_ms is not None
+            else _ms(self.first_token, self.last_token),
+            "prefill_ms": _round(timing.prefill_ms),
+            "connect_ms": timing.connect_ms,
+            "headers_ms": _round(timing.headers_ms),
+            "load_ms": _round(timing.load_ms),
+            "prompt_tokens": prompt,
+            "cached_tokens": self.usage.cached_tokens,
+            "prompt_eval_tokens": timing.prompt_eval_tokens,
+            "output_tokens": output,
+            "reasoning_tokens": self.usage.reasoning_tokens,
+            "token_source": source if (prompt is not None or output is not None) else None,
+            "prefill_tok_s": prefill_tok_s,
+            "decode_tok_s": decode_tok_s,
+            "finish_reason": finish_reason,
+            "error_kind": error_kind,
+            "cost_usd": self.usage.cost_usd,
+            "price_source": "reported" if self.usage.cost_usd is not None else None,
+            "model_reported": self.info.model_reported,
+            "backend": self.info.backend,
+            "context_window": window,
+            "context_fill": fill,
+            "n_ctx": params.get("n_ctx"),
+            "n_gpu_layers": params.get("n_gpu_layers"),
+            "n_threads": params.get("n_threads"),
+            "kv_type": params.get("kv_type") or ("f16" if params else None),
+            "flash_attn": int(bool(params.get("flash_attn"))) if params else None,
+            "model_file_size": self.info.model_file_size,
+            "quantization": self.info.quantization,
+        }

@@ -1,0 +1,388 @@
+"""A conversation pane: header + transcript + composer over one ``ConversationPresenter``.
+
+A pane owns one conversation with one agent; a window can hold many (the main window keeps one
+per open conversation, a compare view puts several side by side). Each keeps its own draft,
+streams on its own, and its Stop stops only its own reply.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QCursor
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QMenu,
+    QPushButton,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop.chat import agent_status
+from desktop.chat.services import Services
+from desktop.chat.session import Turn
+from desktop.store.agents import Agent
+from desktop.store.conversations import Message, Versions
+from desktop.ui.async_door import run_blocking, start
+from desktop.ui.message_view import Transcript
+from desktop.ui.presenter import ConversationPresenter, final_message
+from desktop.ui.resources import agent_badge
+from desktop.ui.widgets import ComposerEdit, FocusFrame, InfoBar
+
+log = logging.getLogger("simi.ui.pane")
+
+HEADER_BADGE_PX = 36
+
+
+class ConversationPane(QWidget):
+    """One conversation: its header names the agent that answers, the composer sends to it.
+    The window listens to ``presenter``'s signals (status, agent, listing, stored)."""
+
+    def __init__(
+        self,
+        services: Services,
+        agent: Agent | None,
+        conversation_id: int | None = None,
+        *,
+        agents: Callable[[], list[Agent]] = list,
+        confirm: Callable[[str, str], bool] | None = None,
+        footer_mode: str = "always",
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("ChatPane")
+        self.services = services
+        self.presenter = ConversationPresenter(services, agent, conversation_id, self)
+        self._agents = agents  # the agents "Switch agent" and "Regenerate with…" offer
+        self._confirm = confirm or (lambda _title, _text: True)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self._build_header())
+        self.transcript = Transcript()
+        self.transcript.set_footer_mode(footer_mode)
+        layout.addWidget(self.transcript, 1)
+        layout.addWidget(self._build_composer())
+
+        p = self.presenter
+        p.agent_changed.connect(self._show_agent)
+        p.busy_changed.connect(self._on_busy)
+        p.turn_started.connect(self._on_turn_started)
+        p.text_appended.connect(self.transcript.append_text)
+        p.reasoning_appended.connect(self.transcript.append_reasoning)
+        p.turn_finished.connect(self._on_turn_finished)
+        p.path_changed.connect(lambda focus: self.show_path(focus))
+        p.message_removed.connect(self.transcript.remove_message)
+        self.transcript.retry_requested.connect(p.retry)
+        self.transcript.action_requested.connect(self._on_message_action)
+        self.transcript.version_step.connect(p.switch_version)
+
+        self._show_agent(agent)
+        self._on_busy(False)
+
+    # building --------------------------------------------------------------------------------
+    def _build_header(self) -> QWidget:
+        header = QFrame()
+        header.setObjectName("ChatHeader")
+        row = QHBoxLayout(header)
+        row.setContentsMargins(24, 12, 24, 12)
+        row.setSpacing(12)
+        self.header_badge = QLabel()
+        row.addWidget(self.header_badge)
+        titles = QVBoxLayout()
+        titles.setSpacing(0)
+        self.header_title = QLabel()
+        self.header_title.setObjectName("HeaderTitle")
+        self.header_subtitle = QLabel()
+        self.header_subtitle.setObjectName("HeaderSubtitle")
+        # a long model name or state never widens the pane (the splitter stays where put)
+        self.header_subtitle.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        titles.addWidget(self.header_title)
+        titles.addWidget(self.header_subtitle)
+        row.addLayout(titles, 1)
+        self.agent_button = QToolButton()
+        self.agent_button.setObjectName("SwitchAgentButton")
+        self.agent_button.setText("Switch agent")
+        self.agent_button.setToolTip("Choose which agent answers the next messages here")
+        self.agent_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.agent_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.agent_menu = QMenu(self.agent_button)
+        self.agent_menu.aboutToShow.connect(self._fill_agent_menu)
+        self.agent_button.setMenu(self.agent_menu)
+        row.addWidget(self.agent_button, 0, Qt.AlignmentFlag.AlignVCenter)
+        return header
+
+    def _build_composer(self) -> QWidget:
+        area = QWidget()
+        column = QVBoxLayout(area)
+        column.setContentsMargins(24, 8, 24, 12)
+        column.setSpacing(6)
+        self.edit_banner = InfoBar(
+            "Editing your message: Enter sends it as a new branch "
+            "(the earlier one stays). Esc cancels."
+        )
+        self.edit_banner.setObjectName("EditBanner")
+        self.edit_banner.dismissed.connect(self.cancel_edit)
+        self.edit_banner.hide()
+        column.addWidget(self.edit_banner)
+        self.composer_frame = FocusFrame("Composer")
+        row = QHBoxLayout(self.composer_frame)
+        row.setContentsMargins(10, 8, 8, 8)
+        row.setSpacing(8)
+        self.composer = ComposerEdit()
+        self.composer.submitted.connect(self.send)
+        self.composer.textChanged.connect(self._update_send_enabled)
+        self.composer_frame.watch(self.composer)
+        row.addWidget(self.composer, 1)
+        self.send_button = QPushButton("Send")
+        self.send_button.setObjectName("SendButton")
+        self.send_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.send_button.setMinimumWidth(76)
+        self.send_button.clicked.connect(self._send_or_stop)
+        row.addWidget(self.send_button, 0, Qt.AlignmentFlag.AlignBottom)
+        column.addWidget(self.composer_frame)
+        hint = QLabel("Enter to send · Shift+Enter for a new line")
+        hint.setObjectName("ComposerHint")
+        hint.setContentsMargins(14, 0, 0, 0)
+        column.addWidget(hint)
+        return area
+
+    # state -----------------------------------------------------------------------------------
+    @property
+    def agent(self) -> Agent | None:
+        return self.presenter.agent
+
+    @property
+    def conversation_id(self) -> int | None:
+        return self.presenter.conversation_id
+
+    @property
+    def busy(self) -> bool:
+        return self.presenter.busy
+
+    @property
+    def status(self) -> str:
+        return self.presenter.status
+
+    @property
+    def draft(self) -> str:
+        return self.composer.toPlainText()
+
+    @property
+    def is_blank(self) -> bool:
+        """A new chat with nothing sent and nothing typed."""
+        return self.conversation_id is None and not self.draft.strip() and not self.busy
+
+    def set_agent(self, agent: Agent | None) -> None:
+        self.presenter.set_agent(agent)
+
+    def refresh_header(self) -> None:
+        """The agent's model state changed (or its model file's header was read)."""
+        agent = self.agent
+        if agent is not None:
+            note = agent_status.model_note(self.services.local, agent)
+            text = agent_status.subtitle(self.services.local, agent)
+            self.header_subtitle.setText(f"{text} · {note}" if note else text)
+            self.header_subtitle.setToolTip(note or "")
+        self.presenter.show_idle_status()
+
+    def _show_agent(self, agent: Agent | None) -> None:
+        """Header, composer placeholder and transcript all name the agent that answers."""
+        if agent is None:
+            self.header_title.setText("No agent")
+            self.header_subtitle.setText("Create an agent, or choose one with Switch agent")
+            self.header_badge.clear()
+            self.composer.setPlaceholderText("Choose an agent first…")
+            self.transcript.set_agent_name(None)
+        else:
+            self.header_title.setText(agent.name)
+            ratio = self.devicePixelRatioF()
+            self.header_badge.setPixmap(agent_badge(agent.name, agent.kind, HEADER_BADGE_PX, ratio))
+            self.composer.setPlaceholderText(f"Message {agent.name}…")
+            self.transcript.set_agent_name(agent.name)
+            self.refresh_header()
+            self._read_model_header(agent)
+        self._update_send_enabled()
+
+    def _read_model_header(self, agent: Agent) -> None:
+        """Read a local agent's GGUF header off the GUI thread, then say what it tells."""
+        path = agent_status.model_path_of(agent)
+        cache = self.services.local.model_info
+        if path is None or cache.peek(path) is not None:
+            return
+
+        async def read() -> None:
+            with contextlib.suppress(Exception):  # a bad file: model_note says what is wrong
+                await run_blocking(cache.get, path)
+            self.refresh_header()
+
+        start(read(), name="model-header")
+
+    def _fill_agent_menu(self) -> None:
+        self.agent_menu.clear()
+        current = self.agent.id if self.agent is not None else None
+        for agent in self._agents():
+            action = self.agent_menu.addAction(agent.name)
+            action.setCheckable(True)
+            action.setChecked(agent.id == current)
+            action.triggered.connect(lambda _checked=False, a=agent: self.set_agent(a))
+        if self.agent_menu.isEmpty():
+            self.agent_menu.addAction("No agents yet").setEnabled(False)
+
+    # the transcript --------------------------------------------------------------------------
+    def _fetch(
+        self, messages: list[Message]
+    ) -> tuple[dict[int, dict[str, Any]], dict[int, Versions]]:
+        """Stats and versions for the bubbles about to be built (the window, not the path)."""
+        stats = self.services.stats.for_messages([m.id for m in messages if m.role != "user"])
+        return stats, self.services.conversations.versions_for(messages)
+
+    def show_path(self, focus_id: int | None = None) -> None:
+        """Show the conversation's active branch (optionally scrolled to ``focus_id``)."""
+        conv_id = self.conversation_id
+        if conv_id is None:
+            self.transcript.clear()
+            return
+        messages = self.services.conversations.messages(conv_id)
+        self.transcript.show_path(messages, self._fetch, focus_id)
+        self.transcript.set_busy(self.busy)
+        turn = self.presenter.turn
+        if turn is not None:  # re-shown while streaming: the live text so far
+            bubble = self.transcript.bubble(turn.assistant_message_id)
+            if bubble is not None:
+                bubble.set_streaming_text(self.presenter.streamed_text)
+            self.transcript.seed_live(turn.assistant_message_id, self.presenter.streamed_text)
+        if focus_id is None:
+            self.transcript.scroll_to_bottom()
+
+    def _on_turn_started(self, turn: Turn) -> None:
+        if turn.kind in ("regenerate", "edit"):
+            return  # path_changed re-showed the branch, new reply included
+        if turn.kind == "continue" and turn.reply is not None:
+            self.transcript.update_message(replace(turn.reply, status="streaming"), None)
+            bubble = self.transcript.bubble(turn.assistant_message_id)
+            if bubble is not None:
+                bubble.set_streaming_text(turn.prefix)
+            self.transcript.seed_live(turn.assistant_message_id, turn.prefix)
+        else:
+            if turn.user_message is not None:
+                self.transcript.add_message(turn.user_message)
+            if turn.reply is not None:
+                self.transcript.add_message(turn.reply)
+        self.transcript.scroll_to_bottom()
+
+    def _on_turn_finished(self, turn: Turn) -> None:
+        message = final_message(turn)
+        if message is not None:
+            self.transcript.update_message(message, turn.stats)
+
+    def _on_message_action(self, action: str, message_id: int) -> None:
+        p = self.presenter
+        if action == "copy":
+            p.say("Copied.")
+        elif action == "regenerate":
+            p.regenerate(message_id)
+        elif action == "regenerate_with":
+            self.regenerate_with(message_id)
+        elif action == "edit":
+            self.edit_message(message_id)
+        elif action == "delete":
+            self.delete_message(message_id)
+        elif action == "continue":
+            p.continue_reply(message_id)
+        elif action in ("fit_drop", "fit_raise"):
+            p.fit_context(message_id, raise_n_ctx=action == "fit_raise")
+
+    def regenerate_with(self, message_id: int, at: QPoint | None = None) -> QMenu:
+        """ "Regenerate with…": a menu of agents; the chosen one writes a new version."""
+        menu = self.regenerate_menu(message_id)
+        menu.popup(at or QCursor.pos())
+        return menu
+
+    def regenerate_menu(self, message_id: int) -> QMenu:
+        menu = QMenu(self)
+        menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        for agent in self._agents():
+            action = menu.addAction(agent.name)
+            action.triggered.connect(
+                lambda _c=False, a=agent: self.presenter.regenerate(message_id, agent=a)
+            )
+        return menu
+
+    # composer --------------------------------------------------------------------------------
+    def _update_send_enabled(self) -> None:
+        if self.busy:
+            self.send_button.setEnabled(True)
+            return
+        has_text = not self.composer.document().isEmpty()
+        self.send_button.setEnabled(has_text and self.agent is not None)
+
+    def _send_or_stop(self) -> None:
+        if self.busy:
+            self.presenter.stop()
+        else:
+            self.send()
+
+    def send(self) -> None:
+        """Send the composer's text to this conversation's agent (Enter, or Send)."""
+        editing = self.presenter.editing is not None
+        if self.presenter.send(self.composer.toPlainText()):
+            self.composer.clear()
+            if editing:
+                self.edit_banner.hide()
+
+    def stop(self) -> None:
+        """Esc: stop this conversation's reply, or leave editing."""
+        if self.busy:
+            self.presenter.stop()
+        elif self.presenter.editing is not None:
+            self.cancel_edit()
+            self.composer.clear()
+
+    def edit_message(self, message_id: int) -> None:
+        """Put a sent message back in the composer; sending makes a new branch."""
+        text = self.presenter.begin_edit(message_id)
+        if text is None:
+            return
+        self.composer.setPlainText(text)
+        self.edit_banner.show()
+        self.composer.setFocus()
+        cursor = self.composer.textCursor()
+        cursor.movePosition(cursor.MoveOperation.End)
+        self.composer.setTextCursor(cursor)
+
+    def cancel_edit(self) -> None:
+        self.presenter.cancel_edit()
+        self.edit_banner.hide()
+
+    def delete_message(self, message_id: int) -> None:
+        if self.busy:
+            return
+        if self._confirm(
+            "Delete message",
+            "Delete this message? Its other versions and what follows it are kept.",
+        ):
+            self.presenter.delete_message(message_id)
+
+    def last_reply(self) -> Message | None:
+        return next((m for m in reversed(self.transcript.path) if m.role == "assistant"), None)
+
+    def _on_busy(self, busy: bool) -> None:
+        self.send_button.setText("Stop" if busy else "Send")
+        self.send_button.setToolTip("Stop the reply (Esc)" if busy else "Send (Enter)")
+        self.send_button.setProperty("streaming", busy)
+        self.send_button.style().unpolish(self.send_button)
+        self.send_button.style().polish(self.send_button)
+        self.agent_button.setEnabled(not busy)
+        self.transcript.set_busy(busy)
+        self._update_send_enabled()

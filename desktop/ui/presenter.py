@@ -1,0 +1,423 @@
+"""The presenter of one conversation: its agent, its turns, and what its view is told.
+
+A ``ConversationPresenter`` owns one conversation (stored on its first message) answered by one
+agent. It starts every kind of turn (send, edit, retry, regenerate, continue, fit-context),
+streams it in its own asyncio task, and feeds its view from the turn's own events and final
+``turn.stats``: nothing it was handed is read back from the store. Several presenters stream at
+once (one per pane); each stops only its own reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import replace
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from desktop.chat.agent_status import idle_status
+from desktop.chat.services import Services
+from desktop.chat.session import Turn
+from desktop.llm.errors import UserError
+from desktop.llm.events import ReasoningDelta, StreamEvent, TextDelta
+from desktop.store.agents import Agent
+from desktop.store.conversations import Message
+from desktop.ui.async_door import run_blocking, start
+from desktop.ui.text_format import format_stats
+
+log = logging.getLogger("simi.ui.presenter")
+
+FLUSH_INTERVAL_MS = 33  # ~30 repaints/s however fast tokens arrive (ARCHITECTURE.md)
+RATE_INTERVAL_S = 0.5  # the live rate on the status line updates twice a second
+
+
+class ConversationPresenter(QObject):
+    """One conversation with one agent.
+
+    Signals:
+        agent_changed(object): the agent that answers next (``Agent`` or None).
+        conversation_changed(int): the conversation was stored (first message).
+        busy_changed(bool): a reply started (True) or ended (False) streaming.
+        status_changed(str): a one-line status, e.g. "SmolLM2 (local) · generating… 41 tok/s".
+        turn_started(object): a ``Turn`` began; its ``user_message``/``reply`` are the rows to
+            show (a regenerate or an edit emits ``path_changed`` instead).
+        text_appended(int, str): reply id and the text since the last flush (<= 30x/s).
+        reasoning_appended(int, str): the same for thinking text.
+        turn_finished(object): the finished ``Turn`` (complete / cancelled / error, with stats).
+        path_changed(object): the shown branch changed; re-show it (focus message id or None).
+        message_removed(int): a message left the path (a failed reply replaced by a retry).
+        listing_changed(): title or order of the conversation changed (the list refreshes).
+    """
+
+    agent_changed = Signal(object)
+    conversation_changed = Signal(int)
+    busy_changed = Signal(bool)
+    status_changed = Signal(str)
+    turn_started = Signal(object)
+    text_appended = Signal(int, str)
+    reasoning_appended = Signal(int, str)
+    turn_finished = Signal(object)
+    path_changed = Signal(object)
+    message_removed = Signal(int)
+    listing_changed = Signal()
+
+    def __init__(
+        self,
+        services: Services,
+        agent: Agent | None,
+        conversation_id: int | None = None,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.services = services
+        self._agent = agent
+        self._conversation_id = conversation_id
+        self._task: asyncio.Task[None] | None = None
+        self._turn: Turn | None = None
+        self._editing: int | None = None
+        self._status = ""
+        self._text: list[str] = []
+        self._text_flushed = 0
+        self._thoughts: list[str] = []
+        self._thoughts_flushed = 0
+        self._last_rate_at = 0.0
+        self._timer = QTimer(self)
+        self._timer.setInterval(FLUSH_INTERVAL_MS)
+        self._timer.timeout.connect(self._flush)
+        self.show_idle_status()
+
+    # state -----------------------------------------------------------------------------------
+    @property
+    def agent(self) -> Agent | None:
+        return self._agent
+
+    @property
+    def conversation_id(self) -> int | None:
+        return self._conversation_id
+
+    @property
+    def busy(self) -> bool:
+        return self._task is not None
+
+    @property
+    def turn(self) -> Turn | None:
+        """The turn streaming now (None when idle)."""
+        return self._turn
+
+    @property
+    def editing(self) -> int | None:
+        """The user message being edited in the composer (sending makes a branch)."""
+        return self._editing
+
+    @property
+    def status(self) -> str:
+        return self._status
+
+    @property
+    def streamed_text(self) -> str:
+        """The reply text so far (the stored prefix of a "Continue" included)."""
+        return "".join(self._text)
+
+    def say(self, text: str) -> None:
+        """Put ``text`` on this conversation's status line."""
+        self._set_status(text)
+
+    def _set_status(self, text: str) -> None:
+        self._status = text
+        self.status_changed.emit(text)
+
+    def show_idle_status(self) -> None:
+        if not self.busy:
+            agent = self._agent
+            self._set_status(idle_status(self.services.local, agent) if agent else "")
+
+    def set_agent(self, agent: Agent | None) -> None:
+        """Make ``agent`` answer this conversation from now on (an explicit choice)."""
+        self._agent = agent
+        if self._conversation_id is not None and agent is not None and agent.id is not None:
+            self.services.conversations.set_agent(self._conversation_id, agent.id)
+            self.listing_changed.emit()
+        self.agent_changed.emit(agent)
+        self.show_idle_status()
+
+    def refresh_agent(self, agents: dict[int, Agent]) -> None:
+        """The agents were edited or deleted: hold the current version of ours."""
+        agent = self._agent
+        fresh = agents.get(agent.id) if agent is not None and agent.id is not None else None
+        if fresh != agent:
+            self._agent = fresh
+            self.agent_changed.emit(fresh)
+            self.show_idle_status()
+
+    def agent_for(self, message_id: int) -> Agent | None:
+        """The agent that wrote a reply (for retry and continue), else this conversation's."""
+        message = self.services.conversations.message(message_id)
+        agent = None
+        if message is not None and message.agent_id is not None:
+            agent = self.services.agents.get(message.agent_id)
+        return agent or self._agent
+
+    # turns -----------------------------------------------------------------------------------
+    def send(self, text: str) -> bool:
+        """Send ``text`` to this conversation's agent (an edited question makes a branch).
+        False when nothing was sent (busy, no agent, empty text, or the store failed)."""
+        agent = self._agent
+        if self.busy or agent is None or not text.strip():
+            return False
+        editing = self._editing
+        try:
+            if self._conversation_id is None:
+                conv = self.services.conversations.create(agent.id)
+                self._conversation_id = conv.id
+                self.conversation_changed.emit(conv.id)
+            chat = self.services.chat
+            if editing is not None:
+                turn = chat.begin_edit(self._conversation_id, agent, editing, text)
+            else:
+                turn = chat.begin(self._conversation_id, agent, text)
+        except Exception:
+            log.exception("could not start a turn")
+            self._set_status("Could not store the message; see the log for details.")
+            return False
+        self._editing = None
+        self._start(turn)
+        self.listing_changed.emit()
+        return True
+
+    def retry(
+        self, message_id: int, *, agent: Agent | None = None, drop_oldest_turns: int = 0
+    ) -> None:
+        """Replace a failed reply with a new attempt by the agent that wrote it (or ``agent``),
+        optionally leaving the oldest turns out of the request."""
+        agent = agent or self.agent_for(message_id)
+        if self.busy or self._conversation_id is None or agent is None:
+            return
+        try:
+            turn = self.services.chat.begin_retry(
+                self._conversation_id, agent, message_id, drop_oldest_turns=drop_oldest_turns
+            )
+        except Exception:
+            log.exception("could not retry message %s", message_id)
+            self._set_status("Could not retry this message.")
+            return
+        self.message_removed.emit(message_id)
+        self._start(turn)
+
+    def regenerate(self, message_id: int, agent: Agent | None = None) -> None:
+        """A new version of a reply by this conversation's agent (or ``agent``: "Regenerate
+        with…"); earlier versions stay (‹ 1/2 ›)."""
+        agent = agent or self._agent
+        if self.busy or self._conversation_id is None or agent is None:
+            return
+        try:
+            turn = self.services.chat.begin_regenerate(self._conversation_id, agent, message_id)
+        except Exception:
+            log.exception("could not regenerate message %s", message_id)
+            self._set_status("Could not regenerate this reply.")
+            return
+        self._start(turn)
+
+    def continue_reply(self, message_id: int) -> None:
+        """Carry on a reply cut off by max tokens (or stopped); the text goes on in place."""
+        agent = self.agent_for(message_id)
+        if self.busy or self._conversation_id is None or agent is None:
+            return
+        try:
+            turn = self.services.chat.begin_continue(self._conversation_id, agent, message_id)
+        except Exception:
+            log.exception("could not continue message %s", message_id)
+            self._set_status("Could not continue this reply.")
+            return
+        self._start(turn)
+
+    def fit_context(self, message_id: int, *, raise_n_ctx: bool) -> asyncio.Task[None] | None:
+        """A reply failed with "context too long": drop the oldest turns (this request only)
+        or raise the agent's n_ctx, then retry. Tokenizing runs off the GUI thread."""
+        agent = self.agent_for(message_id)
+        conversation_id = self._conversation_id
+        if self.busy or conversation_id is None or agent is None:
+            return None
+        if not agent.is_local:
+            self._set_status("Only local agents can be refitted; start a new chat.")
+            return None
+        self._set_status("Counting tokens…")
+        services = self.services
+
+        async def go() -> None:
+            fit = await run_blocking(
+                services.chat.plan_context_fit, conversation_id, agent, message_id
+            )
+            chosen, drop = agent, 0
+            if raise_n_ctx:
+                chosen = await run_blocking(
+                    services.agents.update, agent.with_changes(n_ctx=fit.raise_n_ctx_to)
+                )
+                if self._agent is not None and self._agent.id == chosen.id:
+                    self._agent = chosen
+                    self.agent_changed.emit(chosen)
+                note = f"Raised {chosen.name}'s context to {fit.raise_n_ctx_to:,} tokens."
+            elif not fit.plan.fits:
+                self._set_status(
+                    "Even the newest message alone does not fit in "
+                    f"{fit.plan.n_ctx:,} tokens; use Raise context instead."
+                )
+                return
+            else:
+                drop = fit.plan.drop_turns
+                note = f"Leaving out the {drop} oldest turn(s) for this reply."
+            self.retry(message_id, agent=chosen, drop_oldest_turns=drop)
+            self._set_status(note)
+
+        return start(go(), name="fit-context")
+
+    def stop(self) -> None:
+        """Cancel this conversation's streaming reply; its partial text is kept (cancelled)."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+
+    async def wait(self) -> None:
+        """Until the current reply (if any) has finished and been stored."""
+        task = self._task
+        if task is not None:
+            await asyncio.wait({task})
+
+    # messages --------------------------------------------------------------------------------
+    def begin_edit(self, message_id: int) -> str | None:
+        """Start editing a sent question; returns its text for the composer (None: can't)."""
+        if self.busy:
+            return None
+        message = self.services.conversations.message(message_id)
+        if message is None or message.role != "user":
+            return None
+        self._editing = message_id
+        return message.content
+
+    def cancel_edit(self) -> None:
+        self._editing = None
+
+    def delete_message(self, message_id: int) -> None:
+        if self.busy:
+            return
+        self.services.conversations.delete_message(message_id)
+        self.path_changed.emit(None)
+        self.listing_changed.emit()
+
+    def switch_version(self, message_id: int, step: int) -> None:
+        if self.busy:
+            return
+        new_id = self.services.conversations.switch_version(message_id, step)
+        if new_id is not None:
+            self.path_changed.emit(new_id)
+
+    # streaming -------------------------------------------------------------------------------
+    def _start(self, turn: Turn) -> None:
+        assert self._task is None, "one reply at a time in a conversation"
+        self._turn = turn
+        self._text = [turn.prefix] if turn.prefix else []
+        self._text_flushed = len(self._text)
+        self._thoughts = [turn.reasoning] if turn.reasoning else []
+        self._thoughts_flushed = len(self._thoughts)
+        self._last_rate_at = 0.0
+        task = self._task = asyncio.ensure_future(self._run(turn))
+        task.add_done_callback(lambda _t: self._task is task and self._cancelled_early(turn))
+        self._timer.start()
+        self.busy_changed.emit(True)
+        if turn.kind in ("regenerate", "edit"):
+            self.path_changed.emit(None)
+        self.turn_started.emit(turn)
+        self._set_status(f"{turn.agent.name} · waiting for the first token…")
+
+    def _on_event(self, event: StreamEvent) -> None:
+        if isinstance(event, TextDelta):
+            self._text.append(event.text)
+        elif isinstance(event, ReasoningDelta):
+            self._thoughts.append(event.text)
+
+    async def _run(self, turn: Turn) -> None:
+        try:
+            await self.services.chat.run(turn, on_event=self._on_event)
+        except asyncio.CancelledError:
+            self._store_cancelled(turn)
+        except Exception:  # a bug below: keep the window alive, show it on the message
+            log.exception("turn failed unexpectedly")
+            if turn.error is None:
+                turn.error = UserError("Something went wrong inside SIMI Multi.")
+            turn.status = "error"
+        finally:
+            self._end(turn)
+
+    def _store_cancelled(self, turn: Turn) -> None:
+        if turn.status == "streaming":  # cancelled before ChatService.run got going
+            self.services.conversations.finish_message(
+                turn.assistant_message_id, content=turn.text, status="cancelled"
+            )
+            turn.status = "cancelled"
+
+    def _cancelled_early(self, turn: Turn) -> None:
+        """Stop came before the task first ran: ``_run``'s own cleanup never started."""
+        self._store_cancelled(turn)
+        self._end(turn)
+
+    def _end(self, turn: Turn) -> None:
+        self._timer.stop()
+        self._flush()
+        self._task = None
+        self._turn = None
+        self._set_status(summary(turn))
+        self.turn_finished.emit(turn)
+        self.busy_changed.emit(False)
+        self.listing_changed.emit()
+
+    def _flush(self) -> None:
+        turn = self._turn
+        if turn is None:
+            return
+        if self._thoughts_flushed < len(self._thoughts):
+            new = "".join(self._thoughts[self._thoughts_flushed :])
+            self._thoughts_flushed = len(self._thoughts)
+            self.reasoning_appended.emit(turn.assistant_message_id, new)
+        if self._text_flushed < len(self._text):
+            new = "".join(self._text[self._text_flushed :])
+            self._text_flushed = len(self._text)
+            self.text_appended.emit(turn.assistant_message_id, new)
+        clock = turn.clock
+        if clock is None:
+            return
+        now = clock.now()
+        if clock.waiting_in_queue:
+            text = f"{turn.agent.name} · queued: {clock.queue_reason}…"
+            if text != self._status:
+                self._set_status(text)
+        elif clock.first_token is not None and now - self._last_rate_at >= RATE_INTERVAL_S:
+            self._last_rate_at = now
+            rate = clock.live_decode_tok_s()
+            self._set_status(
+                f"{turn.agent.name} · generating…" + (f" {rate:.0f} tok/s" if rate else "")
+            )
+
+
+def final_message(turn: Turn) -> Message | None:
+    """The reply as ``ChatService`` stored it at the end of ``turn`` (no read-back)."""
+    if turn.reply is None:
+        return None
+    error = turn.error
+    return replace(
+        turn.reply,
+        content=turn.text,
+        status=turn.status,
+        reasoning=turn.reasoning,
+        error_text=error.user_message if error is not None and turn.status == "error" else None,
+        error_kind=error.kind if error is not None and turn.status == "error" else None,
+    )
+
+
+def summary(turn: Turn) -> str:
+    """The status line after a turn: its stats, or why it failed or stopped."""
+    stats = format_stats(turn.stats)
+    if turn.status == "error":
+        message = turn.error.user_message if turn.error else "failed"
+        return f"{turn.agent.name} · failed: {message}"
+    notice = f" · {turn.notice}" if turn.notice else ""
+    if turn.status == "cancelled":
+        return f"{turn.agent.name} · stopped" + (f" · {stats}" if stats else "") + notice
+    return (stats or f"{turn.agent.name} · done") + notice

@@ -1,0 +1,258 @@
+"""Conversation panes: many conversations stream at once, each with its own agent, draft and
+Stop.
+
+The remote agents here talk to FaultServer on loopback streaming OpenAI-style chunks at a fixed
+pace: a stand-in for a remote provider (a real one cannot be reached offline) whose replies
+are slow enough to still be streaming while the test acts. The local ones use the real starter
+model through the real worker process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QHBoxLayout, QWidget
+
+from desktop.store.agents import Agent
+from desktop.ui.conversation_pane import ConversationPane
+from tests.helpers.fault_server import FaultServer, Reply, ticking_tokens
+from tests.ui.conftest import STARTER, limit_starter
+
+CHUNK_DELAY_S = 0.03  # ~33 chunks/s: a 60-chunk reply streams for about two seconds
+TIMEOUT_MS = 30_000
+
+
+def _ticker() -> FaultServer:
+    return FaultServer(lambda _request: Reply(body=ticking_tokens(60), chunk_delay_s=CHUNK_DELAY_S))
+
+
+@pytest.fixture
+def tickers(services: Any) -> Iterator[tuple[Agent, Agent]]:
+    """Two remote agents on two servers that stream slowly."""
+    with _ticker() as one, _ticker() as two:
+        a = services.agents.create(
+            Agent(name="Ticker A", kind="openai-compatible", base_url=one.url + "/v1", model="a")
+        )
+        b = services.agents.create(
+            Agent(name="Ticker B", kind="openai-compatible", base_url=two.url + "/v1", model="b")
+        )
+        yield a, b
+
+
+def _type_and_send(qtbot: Any, target: Any, text: str) -> None:
+    """Type into a pane's composer (a window's: the shown pane's) and press Enter."""
+    pane = getattr(target, "pane", target)
+    pane.composer.setPlainText(text)
+    qtbot.keyClick(pane.composer, Qt.Key.Key_Return)
+
+
+def _messages(services: Any, conversation_id: int) -> list[Any]:
+    return services.conversations.messages(conversation_id)
+
+
+def _stats(services: Any, message_id: int) -> list[tuple[Any, ...]]:
+    return list(
+        services.db.execute(
+            "SELECT agent_name, output_tokens, finish_reason FROM inference_stats "
+            "WHERE message_id = ?",
+            [message_id],
+        ).fetchall()
+    )
+
+
+def test_two_panes_on_two_agents_stream_at_once_and_stopping_one_leaves_the_other(
+    qtbot: Any, qloop: Any, services: Any, tickers: tuple[Agent, Agent]
+) -> None:
+    a, b = tickers
+    host = QWidget()
+    row = QHBoxLayout(host)
+    left = ConversationPane(services, a)
+    right = ConversationPane(services, b)
+    row.addWidget(left)
+    row.addWidget(right)
+    qtbot.addWidget(host)
+    host.resize(1200, 700)
+    host.show()
+    assert left.composer.placeholderText() == "Message Ticker A…"
+    assert right.header_title.text() == "Ticker B"
+
+    _type_and_send(qtbot, left, "left question")
+    _type_and_send(qtbot, right, "right question")
+    assert left.busy and right.busy  # both stream at once
+    left_reply = left.presenter.turn.assistant_message_id
+    right_reply = right.presenter.turn.assistant_message_id
+    qtbot.waitUntil(lambda: "tok3" in left.transcript.bubble(left_reply).text, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: "tok3" in right.transcript.bubble(right_reply).text, timeout=TIMEOUT_MS)
+
+    qtbot.mouseClick(left.send_button, Qt.MouseButton.LeftButton)  # Stop, on the left only
+    qtbot.waitUntil(lambda: not left.busy, timeout=TIMEOUT_MS)
+    assert right.busy, "stopping one pane stopped the other"
+    assert right.send_button.text() == "Stop" and left.send_button.text() == "Send"
+    seen = right.transcript.bubble(right_reply).text
+    qtbot.waitUntil(lambda: right.transcript.bubble(right_reply).text != seen, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: not right.busy, timeout=TIMEOUT_MS)
+
+    left_rows = _messages(services, left.conversation_id)
+    right_rows = _messages(services, right.conversation_id)
+    assert left.conversation_id != right.conversation_id
+    assert [(m.role, m.status, m.agent_name) for m in left_rows] == [
+        ("user", "complete", "Ticker A"),
+        ("assistant", "cancelled", "Ticker A"),
+    ]
+    assert [(m.role, m.status, m.agent_name) for m in right_rows] == [
+        ("user", "complete", "Ticker B"),
+        ("assistant", "complete", "Ticker B"),
+    ]
+    assert "tok59" in right_rows[1].content and "tok59" not in left_rows[1].content
+    assert right.transcript.bubble(right_reply).text.strip() == right_rows[1].content.strip()
+    (name, output, finish) = _stats(services, right_reply)[0]
+    assert (name, output, finish) == ("Ticker B", 60, "stop")
+    assert _stats(services, left_reply)[0][2] == "cancelled"
+    assert "TTFT" in right.status and "stopped" in left.status
+    host.close()
+
+
+def test_window_streams_in_two_conversations_switching_never_stops_or_retargets_a_reply(
+    qtbot: Any, services: Any, make_window: Any, tickers: tuple[Agent, Agent]
+) -> None:
+    a, b = tickers
+    window = make_window(services)
+    window.select_agent(a.id)  # the blank new chat starts with A
+    assert window.pane.header_title.text() == "Ticker A"
+    _type_and_send(qtbot, window, "to A")
+    first = window.pane
+    assert first.busy and window.pane.send_button.text() == "Stop"
+
+    window.select_agent(b.id)  # a started chat is never re-targeted: a new one opens for B
+    second = window.pane
+    assert second is not first and second.agent.name == "Ticker B"
+    assert first.busy, "switching conversations stopped the reply"
+    assert first.agent.name == "Ticker A"
+    assert second.send_button.text() == "Send"  # this conversation is not busy
+    assert second.composer.placeholderText() == "Message Ticker B…"
+    assert second.header_title.text() == "Ticker B"
+    _type_and_send(qtbot, window, "to B")
+    assert first.busy and second.busy
+
+    window.stop()  # Esc acts on the shown conversation only
+    qtbot.waitUntil(lambda: not second.busy, timeout=TIMEOUT_MS)
+    assert first.busy
+    qtbot.waitUntil(lambda: not first.busy, timeout=TIMEOUT_MS)
+    stored = _messages(services, first.conversation_id)
+    assert stored[-1].status == "complete" and stored[-1].agent_name == "Ticker A"
+    assert _messages(services, second.conversation_id)[-1].status == "cancelled"
+    conv = services.conversations.get(first.conversation_id)
+    assert conv.agent_id == a.id  # still A's conversation
+
+
+def test_each_conversation_keeps_its_own_unsent_draft(
+    qtbot: Any, services: Any, make_window: Any, tickers: tuple[Agent, Agent]
+) -> None:
+    a, b = tickers
+    one = services.conversations.create(a.id)
+    two = services.conversations.create(b.id)
+    window = make_window(services)
+    window.open_conversation(one.id)
+    qtbot.keyClicks(window.pane.composer, "half a thought for A")
+    window.open_conversation(two.id)
+    assert window.pane.composer.toPlainText() == ""  # the draft did not follow
+    qtbot.keyClicks(window.pane.composer, "for B")
+    window.open_conversation(one.id)
+    assert window.pane.composer.toPlainText() == "half a thought for A"
+    assert window.pane.agent.name == "Ticker A"
+    window.open_conversation(two.id)
+    assert window.pane.composer.toPlainText() == "for B"
+
+
+def test_a_draft_survives_its_pane_being_closed_to_save_memory(
+    qtbot: Any, services: Any, make_window: Any, tickers: tuple[Agent, Agent], monkeypatch: Any
+) -> None:
+    from desktop.ui import main_window
+
+    monkeypatch.setattr(main_window, "MAX_IDLE_PANES", 1)
+    a, _b = tickers
+    convs = [services.conversations.create(a.id) for _ in range(4)]
+    window = make_window(services)
+    window.open_conversation(convs[0].id)
+    window.pane.composer.setPlainText("kept")
+    for conv in convs[1:]:
+        window.open_conversation(conv.id)
+    assert len(window.panes) <= 3  # the shown one, one idle one, the new chat
+    window.open_conversation(convs[0].id)
+    assert window.pane.composer.toPlainText() == "kept"
+
+
+def test_regenerate_with_another_agent_is_explicit_and_the_reply_names_it(
+    qtbot: Any, services: Any, make_window: Any, tickers: tuple[Agent, Agent]
+) -> None:
+    a, b = tickers
+    window = make_window(services)
+    window.select_agent(a.id)
+    _type_and_send(qtbot, window, "question")
+    pane = window.pane
+    qtbot.waitUntil(lambda: not pane.busy, timeout=TIMEOUT_MS)
+    first_reply = _messages(services, pane.conversation_id)[-1]
+    pane.presenter.regenerate(first_reply.id, agent=b)  # what "Regenerate with… B" does
+    qtbot.waitUntil(lambda: not pane.busy, timeout=TIMEOUT_MS)
+    newest = _messages(services, pane.conversation_id)[-1]
+    assert newest.id != first_reply.id and newest.agent_name == "Ticker B"
+    assert pane.transcript.bubble(newest.id).label.text() == "Ticker B"
+    assert pane.agent.name == "Ticker A"  # the conversation's agent did not change
+    assert pane.composer.placeholderText() == "Message Ticker A…"
+
+    menu = pane.regenerate_menu(newest.id)
+    assert [action.text() for action in menu.actions()] == [STARTER, "Ticker A", "Ticker B"]
+    next(x for x in menu.actions() if x.text() == "Ticker A").trigger()
+    assert pane.busy
+    qtbot.waitUntil(lambda: not pane.busy, timeout=TIMEOUT_MS)
+    assert _messages(services, pane.conversation_id)[-1].agent_name == "Ticker A"
+    menu.close()
+
+
+def test_switch_agent_is_an_explicit_choice_shown_in_header_and_composer(
+    qtbot: Any, services: Any, make_window: Any, tickers: tuple[Agent, Agent]
+) -> None:
+    a, b = tickers
+    window = make_window(services)
+    window.select_agent(a.id)
+    _type_and_send(qtbot, window, "question")
+    pane = window.pane
+    qtbot.waitUntil(lambda: not pane.busy, timeout=TIMEOUT_MS)
+    pane._fill_agent_menu()
+    choice = next(x for x in pane.agent_menu.actions() if x.text() == "Ticker B")
+    assert next(x for x in pane.agent_menu.actions() if x.text() == "Ticker A").isChecked()
+    choice.trigger()
+    assert pane.header_title.text() == "Ticker B"
+    assert pane.composer.placeholderText() == "Message Ticker B…"
+    assert services.conversations.get(pane.conversation_id).agent_id == b.id
+    assert window.agents.agent_list.currentItem().text() == "Ticker B"
+
+
+@pytest.mark.slow
+def test_two_local_conversations_at_once_the_second_queues_visibly_then_answers(
+    qtbot: Any, services: Any, make_window: Any
+) -> None:
+    starter = limit_starter(services, max_tokens=160)
+    window = make_window(services)
+    _type_and_send(qtbot, window, "Write a long story about the sea.")
+    first = window.pane
+    window.new_chat()  # the first chat has a message: a new one opens
+    second = window.pane
+    assert second is not first and second.agent.id == starter.id
+    _type_and_send(qtbot, window, "Tell me about the sky.")
+    # one llama.cpp worker answers one chat at a time: the other waits, and says so
+    qtbot.waitUntil(lambda: "queued" in second.status, timeout=TIMEOUT_MS)
+    assert first.busy
+    assert "local model is answering another chat" in window.status_label.text()
+    qtbot.waitUntil(lambda: not first.busy and not second.busy, timeout=120_000)
+    for pane in (first, second):
+        reply = _messages(services, pane.conversation_id)[-1]
+        assert reply.status == "complete" and reply.content.strip()
+    queued = services.db.execute(
+        "SELECT queued_ms FROM inference_stats WHERE conversation_id = ?",
+        [second.conversation_id],
+    ).fetchone()[0]
+    assert queued is not None and queued > 0
