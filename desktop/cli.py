@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from desktop import APP_NAME, __version__
-from desktop.llm.errors import UserError, ValidationError
+from desktop.errors import UserError, ValidationError
 from desktop.llm.events import TextDelta
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -523,7 +523,7 @@ def _export(services: Any, args: argparse.Namespace) -> int:
 def _import(services: Any, args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from desktop.chat.export import ExportError, from_json
+    from desktop.chat.export import from_json
 
     try:
         raw = sys.stdin.read() if args.file == "-" else Path(args.file).read_text("utf-8")
@@ -532,10 +532,7 @@ def _import(services: Any, args: argparse.Namespace) -> int:
         raise UserError(f"Cannot read {args.file}: {exc.strerror or exc}.") from exc
     except ValueError as exc:
         raise UserError(f"{args.file} is not JSON ({exc}).") from exc
-    try:
-        conv_id = from_json(data, services.conversations, services.stats, services.agents)
-    except ExportError as exc:
-        raise UserError(str(exc)) from exc
+    conv_id = from_json(data, services.conversations, services.stats, services.agents)
     conv = services.conversations.get(conv_id)
     print(f"Imported “{conv.title}” as conversation {conv_id}.")
     return EXIT_OK

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from desktop.llm.errors import ValidationError
+from desktop.errors import ValidationError
 from desktop.llm.presets import preset
 from desktop.local.starter import (
     STARTER_AGENT_NAME,

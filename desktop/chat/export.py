@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
+from desktop.errors import UserError
 from desktop.store.agents import Agent
 from desktop.store.conversations import ConversationStore, Message
 from desktop.store.stats import STATS_COLUMNS, StatsStore
@@ -24,8 +25,11 @@ class _Agents(Protocol):
     def list(self) -> list[Agent]: ...
 
 
-class ExportError(ValueError):
-    """The file is not a conversation this version can import (``str`` is the person's text)."""
+class ExportError(UserError):
+    """The file is not a conversation this version can import, or there is no such
+    conversation to export (``user_message``, also ``str``, is the person's text)."""
+
+    kind = "export"
 
 
 def _stats_public(row: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import httpx
 
-from desktop.llm.errors import AuthError, ProviderUnavailable, UserError, ValidationError
+from desktop.errors import UserError, ValidationError
+from desktop.llm.errors import AuthError, ProviderUnavailable
 from desktop.llm.provider import Provider
 
 

@@ -1,21 +1,27 @@
-"""Typed errors that carry finished, user-facing text.
+"""What a model call can fail with: typed ``UserError`` subclasses with finished text.
 
-Translate once, at the boundary (``raise ... from exc``). Anything that is not a ``UserError``
-is a bug.
+``kind`` names the failure in stats rows; ``retryable`` says whether Retry may help (the
+retrying wrapper and the UI read it). ``UserError`` and ``ValidationError`` live in
+``desktop.errors`` and are re-exported here for the modules that import them from this one.
 """
 
 from __future__ import annotations
 
+from typing import Any
 
-class UserError(Exception):
-    """An error a person can act on. ``user_message`` is shown as is."""
+from desktop.errors import UserError, ValidationError
 
-    kind = "error"
-    retryable = False
-
-    def __init__(self, user_message: str) -> None:
-        super().__init__(user_message)
-        self.user_message = user_message
+__all__ = [
+    "AuthError",
+    "BadResponse",
+    "ContextTooLong",
+    "LocalModelError",
+    "ModelNotFound",
+    "ProviderUnavailable",
+    "RateLimited",
+    "UserError",
+    "ValidationError",
+]
 
 
 class AuthError(UserError):
@@ -59,27 +65,11 @@ class LocalModelError(UserError):
     kind = "local_model"
 
 
-class SecretsUnavailable(UserError):
-    kind = "secrets_unavailable"
+def __getattr__(name: str) -> Any:
+    """``StoreUnavailable`` moved to ``desktop.store.errors``; resolved lazily for callers not
+    yet switched, so this layer never imports the store."""
+    if name == "StoreUnavailable":
+        from desktop.store.errors import StoreUnavailable
 
-
-class StoreUnavailable(UserError):
-    """The database or app folder cannot be used. ``path`` names the file or folder."""
-
-    kind = "store_unavailable"
-
-    def __init__(self, user_message: str, *, path: str | None = None, corrupt: bool = False):
-        super().__init__(user_message)
-        self.path = path
-        self.corrupt = corrupt
-
-
-class ValidationError(UserError):
-    """Invalid fields; ``fields`` maps a field name to a message a person understands."""
-
-    kind = "validation"
-
-    def __init__(self, fields: dict[str, str]) -> None:
-        text = "; ".join(fields.values())
-        super().__init__(text)
-        self.fields = dict(fields)
+        return StoreUnavailable
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

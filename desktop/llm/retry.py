@@ -22,7 +22,8 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import cast
 
-from desktop.llm.errors import RateLimited, UserError
+from desktop.errors import UserError
+from desktop.llm.errors import RateLimited
 from desktop.llm.events import Finished, ReasoningDelta, StreamEvent, TextDelta
 from desktop.llm.provider import ChatRequest, Provider
 

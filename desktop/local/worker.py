@@ -20,7 +20,7 @@ import os
 import traceback
 from typing import Any
 
-from desktop.llm.errors import UserError
+from desktop.errors import UserError
 
 # These are the error kinds the app knows how to rebuild (desktop.local.client).
 REBUILDABLE = ("context_too_long", "local_model")

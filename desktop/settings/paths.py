@@ -12,7 +12,7 @@ from pathlib import Path
 
 import platformdirs
 
-from desktop.llm.errors import StoreUnavailable
+from desktop.store.errors import StoreUnavailable
 
 APP_DIR_NAME = "simi-multi"
 

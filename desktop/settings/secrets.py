@@ -17,7 +17,7 @@ import keyring
 import keyring.backend
 import keyring.errors
 
-from desktop.llm.errors import SecretsUnavailable
+from desktop.errors import UserError
 
 log = logging.getLogger("simi.secrets")
 
@@ -25,6 +25,13 @@ SERVICE = "simi-multi"
 
 # Backends that store secrets in plain (or home-made encrypted) files: never accepted.
 _REFUSED_MODULE_PREFIXES = ("keyrings.alt", "keyrings.cryptfile", "keyring.backends.null")
+
+
+class SecretsUnavailable(UserError):
+    """No keyring to keep a key in (and no consent to memory-only keys), or the keyring
+    refused a read or write."""
+
+    kind = "secrets_unavailable"
 
 
 class _SecretRegistry:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-from desktop.llm.errors import StoreUnavailable
+from desktop.store.errors import StoreUnavailable
 from desktop.store.migrations import MIGRATIONS, Migration
 
 log = logging.getLogger("simi.store")

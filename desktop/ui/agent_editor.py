@@ -47,13 +47,13 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.chat.agents import DEFAULT_BASE_URLS, KIND_LABELS, AgentService, is_plain_http_remote
+from desktop.errors import UserError, ValidationError
 from desktop.llm.connection import ConnectionReport, test_connection
-from desktop.llm.errors import SecretsUnavailable, UserError, ValidationError
 from desktop.llm.presets import Preset, create_provider, presets_for
 from desktop.llm.presets import preset as preset_by_id
 from desktop.llm.provider import Provider
 from desktop.local.starter import resolve_model_path
-from desktop.settings.secrets import SecretStore
+from desktop.settings.secrets import SecretStore, SecretsUnavailable
 from desktop.store.agents import KV_TYPES, PROVIDER_KINDS, Agent
 from desktop.ui import theme
 from desktop.ui.async_door import run_blocking, start

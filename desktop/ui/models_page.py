@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.llm.errors import UserError
+from desktop.errors import UserError
 from desktop.local.catalog import ModelCatalog, ModelEntry
 from desktop.local.gpu import GpuSupport, detect
 from desktop.local.memory import format_bytes

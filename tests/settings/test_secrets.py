@@ -2,8 +2,7 @@ import keyring
 import keyring.backends.fail
 import pytest
 
-from desktop.llm.errors import SecretsUnavailable
-from desktop.settings.secrets import SERVICE, SecretStore, redact
+from desktop.settings.secrets import SERVICE, SecretStore, SecretsUnavailable, redact
 
 
 def test_keys_round_trip_through_the_real_secret_service(secret_service_env: dict) -> None:

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from desktop.llm.errors import StoreUnavailable
 from desktop.settings.paths import AppPaths
 from desktop.store.db import MIGRATIONS_TABLE, move_aside, open_database
+from desktop.store.errors import StoreUnavailable
 from desktop.store.migrations import MIGRATIONS
 
 EXPECTED_TABLES = {

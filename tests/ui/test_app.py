@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from desktop.app import open_services
-from desktop.llm.errors import StoreUnavailable
 from desktop.settings.paths import AppPaths
+from desktop.store.errors import StoreUnavailable
 
 GARBAGE = b"this is not a database" * 100
 
