@@ -18,8 +18,8 @@ from PySide6.QtWidgets import QApplication
 
 from desktop.store.conversations import Message
 from desktop.ui import theme
-from desktop.ui.message_view import Transcript
 from desktop.ui.stream_text import FREEZE_LINES, StreamText
+from desktop.ui.transcript import Transcript
 
 WORDS = [
     "the",

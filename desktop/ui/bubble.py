@@ -1,0 +1,480 @@
+"""One message on screen: a bubble (text, status, error, stats footer, actions) and its row.
+
+A streaming reply is plain text appended at the end of a ``StreamText`` (the cost per flush
+depends on the new text, not on the reply so far). When the reply ends it is rendered once as
+Markdown: prose as rich text, fenced code highlighted with a Copy button.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cached_property
+from typing import Any
+
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QEnterEvent, QGuiApplication, QResizeEvent
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop.store.conversations import Message, Versions
+from desktop.ui.bubble_parts import (
+    CodeBlock,
+    ErrorBox,
+    ThinkingBox,
+    VersionArrows,
+    natural_width,
+    prose_label,
+    tool_button,
+)
+from desktop.ui.markdown import Code, Prose, prose_html, split_segments
+from desktop.ui.stream_text import StreamText
+from desktop.ui.text_format import format_stats, stats_tooltip, truncate_for_display
+from desktop.ui.theme import current_colors
+
+BUBBLE_MAX_WIDTH = 820
+BUBBLE_PADDING_PX = 14
+BUBBLE_CORNER_PX = 20  # the rounded bottom edge and padding repainted when a bubble grows
+
+
+def _repolish(widget: QWidget) -> None:
+    style = widget.style()
+    style.unpolish(widget)
+    style.polish(widget)
+
+
+class MessageBubble(QFrame):
+    """One message.
+
+    Signals:
+        action_requested(str, int): an action on this message id: "copy", "regenerate",
+            "edit", "delete", "continue", "retry", "fit_drop" or "fit_raise".
+        version_step(int, int): show the previous (-1) or next (+1) version of the message.
+        retry_requested(int): the failed message's Retry button (also an action).
+    """
+
+    action_requested = Signal(str, int)
+    version_step = Signal(int, int)
+    retry_requested = Signal(int)
+
+    def __init__(
+        self,
+        message: Message,
+        stats: dict[str, Any] | None = None,
+        versions: Versions | None = None,
+        footer_mode: str = "always",
+    ) -> None:
+        super().__init__()
+        self.message_id = message.id
+        self.role = message.role
+        self.status = message.status
+        self.message = message
+        self._content = ""
+        self._markdown = False
+        self._rendered_dark: bool | None = None
+        self._max_width = BUBBLE_MAX_WIDTH
+        self._footer_mode = footer_mode
+        self._hovered = False
+        self._busy = False
+        self._shown_versions: Versions | None = None
+        self._stream: StreamText | None = None  # the text of a streaming reply
+        self.before_grow: Callable[[int], None] | None = None  # see StreamText.before_grow
+        self.segments: list[QWidget] = []
+        self.setObjectName("Bubble")
+        self.setProperty("role", message.role)
+        self.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Minimum)
+        # Growing by a line repaints only what changed (see resizeEvent), not the whole bubble.
+        self.setAttribute(Qt.WidgetAttribute.WA_StaticContents, True)
+
+        layout = QVBoxLayout(self)
+        pad = BUBBLE_PADDING_PX
+        layout.setContentsMargins(pad, 10, pad, 8)
+        layout.setSpacing(6)
+        self._layout = layout
+        self._head = QHBoxLayout()
+        self._head.setSpacing(2)
+        label_text = "You" if message.role == "user" else message.agent_name or "Assistant"
+        self.label = QLabel(label_text)
+        self.label.setObjectName("BubbleLabel")
+        if message.model:
+            self.label.setToolTip(f"Model: {message.model}")
+        self._head.addWidget(self.label)
+        self._head.addStretch(1)
+        layout.addLayout(self._head)
+
+        self.body_box = QWidget()
+        self.body_box.setAttribute(Qt.WidgetAttribute.WA_StaticContents, True)
+        self.body_layout = QVBoxLayout(self.body_box)
+        self.body_layout.setContentsMargins(0, 0, 0, 0)
+        self.body_layout.setSpacing(8)
+        layout.addWidget(self.body_box)
+        self.body = QLabel()  # user messages and short plain texts
+        self.body.setObjectName("BubbleText")
+        self.body.setWordWrap(True)
+        self.body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.body.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
+        self.body_layout.addWidget(self.body)
+
+        self.footer = QLabel()
+        self.footer.setObjectName("StatsFooter")
+        self.footer.setWordWrap(True)
+        self.footer.hide()
+        layout.addWidget(self.footer)
+
+        actions = QHBoxLayout()
+        actions.setSpacing(0)
+        actions.setContentsMargins(0, 0, 0, 0)
+        self.action_buttons: dict[str, QToolButton] = {}
+        for key, text, tip in (
+            ("copy", "Copy", "Copy this message"),
+            ("edit", "Edit", "Edit and send again (a new branch; this one stays)"),
+            ("regenerate", "Regenerate", "Write another version of this reply"),
+            ("continue", "Continue", "Carry on from where this reply stopped"),
+            ("delete", "Delete", "Delete this message"),
+        ):
+            button = tool_button(text, tip)
+            button.clicked.connect(self._action_slot(key))
+            actions.addWidget(button)
+            self.action_buttons[key] = button
+        actions.addStretch(1)
+        self.copy_button = self.action_buttons["copy"]
+        layout.addLayout(actions)
+
+        self.update_from(message, stats, versions)
+
+    # parts built on first use -----------------------------------------------------------------
+    @cached_property
+    def _versions(self) -> VersionArrows:
+        part = VersionArrows(lambda step: self.version_step.emit(self.message_id, step))
+        for widget in part.widgets:
+            self._head.addWidget(widget)
+        return part
+
+    @cached_property
+    def _thinking(self) -> ThinkingBox:
+        part = ThinkingBox()
+        at = self._layout.indexOf(self.body_box)
+        self._layout.insertWidget(at, part.button, 0, Qt.AlignmentFlag.AlignLeft)
+        self._layout.insertWidget(at + 1, part.box)
+        return part
+
+    @cached_property
+    def stopped(self) -> QLabel:
+        label = QLabel("stopped")
+        label.setObjectName("StoppedMarker")
+        label.hide()
+        self._layout.insertWidget(self._layout.indexOf(self.body_box) + 1, label)
+        return label
+
+    @cached_property
+    def error_box(self) -> ErrorBox:
+        part = ErrorBox(self._retry, lambda key: self.action_requested.emit(key, self.message_id))
+        part.set_busy(self._busy)
+        self._layout.insertWidget(self._layout.indexOf(self.footer), part)
+        return part
+
+    def _built(self, name: str) -> Any:
+        """The part of that name if it was asked for already, else None (nothing is built)."""
+        return self.__dict__.get(name)
+
+    # The parts' widgets (asking for one builds its part).
+    prev_button = property(lambda self: self._versions.prev)
+    version_label = property(lambda self: self._versions.label)
+    next_button = property(lambda self: self._versions.next)
+    thinking_button = property(lambda self: self._thinking.button)
+    thinking_box = property(lambda self: self._thinking.box)
+    thinking = property(lambda self: self._thinking.text)
+    error_text = property(lambda self: self.error_box.text)
+    retry_button = property(lambda self: self.error_box.retry)
+    fit_buttons = property(lambda self: self.error_box.fit)
+
+    # actions ---------------------------------------------------------------------------------
+    def _action_slot(self, key: str) -> Callable[[], None]:
+        # A plain closure: lambdas with default arguments on clicked(bool) upset PySide's
+        # reference counting of True/False (a crash at interpreter exit after many clicks).
+        return lambda: self._act(key)
+
+    def _act(self, key: str) -> None:
+        if key == "copy":
+            QGuiApplication.clipboard().setText(self.message.content)
+        self.action_requested.emit(key, self.message_id)
+
+    def _retry(self) -> None:
+        self.retry_requested.emit(self.message_id)
+        self.action_requested.emit("retry", self.message_id)
+
+    def set_busy(self, busy: bool) -> None:
+        """While a reply streams, nothing that starts another turn or reshapes the path."""
+        self._busy = busy
+        for key in ("edit", "regenerate", "continue", "delete"):
+            self.action_buttons[key].setEnabled(not busy)
+        if (error := self._built("error_box")) is not None:
+            error.set_busy(busy)
+        if (versions := self._built("_versions")) is not None:
+            versions.show(self._shown_versions, busy)
+
+    def mark_found(self, found: bool) -> None:
+        """Highlight the bubble (a search hit the view jumped to)."""
+        self.setProperty("found", "true" if found else "false")
+        _repolish(self)
+
+    # content ---------------------------------------------------------------------------------
+    @property
+    def text(self) -> str:
+        """What the bubble shows, as plain text."""
+        if self._stream is not None:
+            return self._stream.toPlainText() or "…"
+        if self._markdown:
+            return self._content
+        return self.body.text()
+
+    @property
+    def is_markdown(self) -> bool:
+        """True once a finished reply is rendered as Markdown."""
+        return self._markdown
+
+    def _clear_segments(self) -> None:
+        for widget in self.segments:
+            self.body_layout.removeWidget(widget)
+            widget.hide()
+            widget.deleteLater()
+        self.segments = []
+        if self._stream is not None:
+            self.body_layout.removeWidget(self._stream)
+            self._stream.dispose()
+        self._stream = None
+
+    def _stream_widget(self) -> StreamText:
+        if self._stream is None:
+            self._clear_segments()
+            self._markdown = False
+            self.body.hide()
+            self._stream = StreamText()
+            self._stream.setObjectName("BubbleText")
+            self._stream.before_grow = self._before_grow
+            self.body_layout.addWidget(self._stream)
+            self.body_box.show()
+            self._fit_width()
+        assert self._stream is not None
+        return self._stream
+
+    def _before_grow(self, pixels: int) -> None:
+        if self.before_grow is not None:
+            self.before_grow(pixels)
+
+    def set_streaming_text(self, text: str) -> None:
+        """Replace the streamed text (a bubble built mid-stream, or a reopened conversation)."""
+        self._clear_segments()
+        self._stream_widget().set_all(text)
+
+    def append_text(self, text: str) -> bool:
+        """Add streamed text at the end (called at most ~30x/s with what arrived since).
+
+        True when the bubble's height may have changed (the text grew a line, or began).
+        """
+        began = self._stream is None
+        return self._stream_widget().append_text(text) or began
+
+    def append_reasoning(self, text: str) -> None:
+        part = self._thinking
+        if part.button.isHidden():
+            part.button.show()
+            part.set_label(self.message.reasoning, self.status == "streaming")
+        part.text.append_text(text)
+
+    def _render(self) -> None:
+        """The finished reply as Markdown: prose labels and code blocks."""
+        self._clear_segments()
+        colors = current_colors()
+        self._rendered_dark = colors.dark
+        self.body.hide()
+        for segment in split_segments(self._content):
+            widget: QWidget
+            if isinstance(segment, Code):
+                widget = CodeBlock(segment.code, segment.language, colors.dark)
+            else:
+                assert isinstance(segment, Prose)
+                widget = prose_label(prose_html(segment.text, colors, self.font()))
+            self.body_layout.addWidget(widget)
+            self.segments.append(widget)
+
+    def code_blocks(self) -> list[CodeBlock]:
+        return [w for w in self.segments if isinstance(w, CodeBlock)]
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if (
+            event.type() in (QEvent.Type.PaletteChange, QEvent.Type.StyleChange)
+            and self._markdown
+            and self._rendered_dark is not None
+            and self._rendered_dark != current_colors().dark
+        ):
+            self._render()
+
+    # footer ----------------------------------------------------------------------------------
+    def set_footer_mode(self, mode: str) -> None:
+        self._footer_mode = mode
+        self._show_footer()
+
+    def _show_footer(self) -> None:
+        shown = bool(self.footer.text()) and (
+            self._footer_mode == "always" or (self._footer_mode == "hover" and self._hovered)
+        )
+        self.footer.setVisible(shown)
+
+    def enterEvent(self, event: QEnterEvent) -> None:
+        self._hovered = True
+        self._show_footer()
+        super().enterEvent(event)
+
+    def leaveEvent(self, event: QEvent) -> None:
+        self._hovered = False
+        self._show_footer()
+        super().leaveEvent(event)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        old = event.oldSize()
+        if old.width() != event.size().width() or old.height() <= 0:
+            self.update()
+        else:
+            # static contents: Qt repaints only the new strip, so the rounded bottom edge drawn
+            # at the old height must be repainted too
+            top = min(old.height(), event.size().height()) - BUBBLE_CORNER_PX
+            self.update(0, top, self.width(), self.height() - top)
+
+    # width -----------------------------------------------------------------------------------
+    def set_max_width(self, width: int) -> None:
+        self._max_width = width
+        self.setMaximumWidth(width)
+        self._fit_width()
+
+    def _fit_width(self) -> None:
+        inner = self._max_width - 2 * BUBBLE_PADDING_PX - 2
+        if self._stream is not None or len(self.segments) > 1 or self.code_blocks():
+            self.body_box.setMinimumWidth(inner)
+        else:
+            snug = natural_width(self._content, self.body, inner)
+            # one rendered paragraph: no narrower than a short line of prose
+            self.body_box.setMinimumWidth(max(260, snug) if self.segments else snug)
+        error = self._built("error_box")
+        if error is not None and not error.isHidden():
+            error.fit_width(inner)
+
+    # state -----------------------------------------------------------------------------------
+    def _show_versions(self, versions: Versions | None) -> None:
+        self._shown_versions = versions
+        if (versions is not None and versions.count > 1) or self._built("_versions"):
+            self._versions.show(versions, self._busy)
+
+    @property
+    def version_text(self) -> str:
+        """ "‹ 2/3 ›" as shown, or "" when the message has one version."""
+        part = self._built("_versions")
+        return part.text if part is not None else ""
+
+    def update_from(
+        self,
+        message: Message,
+        stats: dict[str, Any] | None,
+        versions: Versions | None = None,
+    ) -> None:
+        """Show the stored state of the message: text, status marker, error, stats.
+
+        ``versions`` None keeps the versions shown before.
+        """
+        self.message = message
+        self.status = message.status
+        content = message.content
+        assistant = message.role == "assistant"
+        streaming = message.status == "streaming"
+        if versions is not None:
+            self._show_versions(versions)
+        if streaming:
+            if self._stream is None:
+                self.set_streaming_text(content)
+        elif assistant and content:
+            self._markdown = True
+            self._content = truncate_for_display(content)
+            self._render()
+        else:
+            self._clear_segments()
+            self._markdown = False
+            self._content = truncate_for_display(content)
+            self.body.setTextFormat(Qt.TextFormat.PlainText)
+            self.body.setText(self._content)
+            self.body.setVisible(bool(content))
+        # an error with no text at all: no empty paragraph above the error box
+        self.body_box.setVisible(bool(content) or streaming)
+
+        thinking = self._built("_thinking")
+        if message.reasoning and (not streaming or thinking is None or not thinking.text.length):
+            self._thinking.show(message.reasoning, streaming)
+        elif not streaming and thinking is not None:
+            thinking.show(message.reasoning, streaming)
+
+        cut = message.status in ("cancelled", "interrupted")
+        if cut:
+            self.stopped.setText(
+                "stopped"
+                if message.status == "cancelled"
+                else "interrupted: SIMI Multi stopped while this reply was streaming"
+            )
+            self.stopped.setToolTip(message.error_text or "")
+            self.stopped.show()
+        elif (stopped := self._built("stopped")) is not None:
+            stopped.hide()
+
+        failed = message.status == "error"
+        if failed:
+            self.error_box.show_error(
+                message.error_text or "The reply failed.", message.error_kind == "context_too_long"
+            )
+        elif (error := self._built("error_box")) is not None:
+            error.hide()
+        state = "error" if failed else message.status
+        if self.property("state") != state:
+            self.setProperty("state", state)
+            _repolish(self)
+
+        finish_reason = (stats or {}).get("finish_reason")
+        self.action_buttons["copy"].setVisible(bool(content))
+        self.action_buttons["edit"].setVisible(message.role == "user")
+        self.action_buttons["regenerate"].setVisible(assistant and not streaming and not failed)
+        self.action_buttons["continue"].setVisible(
+            assistant
+            and bool(content)
+            and (cut or (message.status == "complete" and finish_reason == "length"))
+        )
+        self.action_buttons["delete"].setVisible(not streaming)
+
+        line = ""
+        if assistant and message.status not in ("streaming", "error"):
+            line = format_stats(stats, message.agent_name, message.model)
+        self.footer.setText(line)
+        self.footer.setToolTip(stats_tooltip(stats))
+        self._show_footer()
+        self._fit_width()
+
+
+class MessageRow(QWidget):
+    """Aligns a bubble: the person's messages right, replies left."""
+
+    def __init__(self, bubble: MessageBubble) -> None:
+        super().__init__()
+        self.setAttribute(Qt.WidgetAttribute.WA_StaticContents, True)
+        self.bubble = bubble
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        if bubble.role == "user":
+            layout.addStretch(1)
+            layout.addWidget(bubble)
+        else:
+            layout.addWidget(bubble)
+            layout.addStretch(1)

@@ -1,0 +1,255 @@
+"""The pieces a message bubble is made of.
+
+A finished reply's body is prose labels and code blocks (``prose_label``, ``CodeBlock``). The
+parts most messages never show (the version arrows, the thinking box, the error box) are
+classes of their own that a bubble builds the first time it needs one: a bubble is
+~12 widgets instead of ~24, which is most of what paging through a long conversation costs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import Qt, QTimer, QUrl
+from PySide6.QtGui import QDesktopServices, QGuiApplication
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+)
+
+from desktop.store.conversations import Versions
+from desktop.ui.markdown import code_html
+from desktop.ui.stream_text import StreamText
+
+NATURAL_WIDTH_SCAN = 2_000  # longer texts simply take the full bubble width
+
+
+def open_link(url: str) -> None:
+    """Links open in the system browser, and only when clicked (never on hover or render)."""
+    qurl = QUrl(url)
+    if qurl.scheme() in ("http", "https", "mailto"):
+        QDesktopServices.openUrl(qurl)
+
+
+def tool_button(text: str, tip: str, name: str = "BubbleAction") -> QToolButton:
+    button = QToolButton()
+    button.setObjectName(name)
+    button.setText(text)
+    button.setToolTip(tip)
+    button.setAutoRaise(True)
+    button.setCursor(Qt.CursorShape.PointingHandCursor)
+    return button
+
+
+def natural_width(text: str, label: QLabel, inner: int) -> int:
+    """Width of the longest line, at most ``inner``, so short texts get snug bubbles that do
+    not wrap."""
+    if len(text) > NATURAL_WIDTH_SCAN or "```" in text or "|" in text:
+        return inner
+    metrics = label.fontMetrics()
+    widest = max((metrics.horizontalAdvance(line) for line in text.split("\n")), default=0)
+    return min(inner, widest + 4)
+
+
+def prose_label(html_text: str) -> QLabel:
+    """A paragraph run of a rendered reply: selectable rich text whose links open on click."""
+    label = QLabel()
+    label.setObjectName("BubbleText")
+    label.setWordWrap(True)
+    label.setTextFormat(Qt.TextFormat.RichText)
+    label.setTextInteractionFlags(
+        Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.LinksAccessibleByMouse
+    )
+    label.setOpenExternalLinks(False)
+    label.linkActivated.connect(open_link)
+    label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
+    label.setText(html_text)
+    return label
+
+
+class CodeBlock(QFrame):
+    """Highlighted code with its language and a Copy button."""
+
+    def __init__(self, code: str, language: str, dark: bool) -> None:
+        super().__init__()
+        self.setObjectName("CodeBlock")
+        self.code = code
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        head = QFrame()
+        head.setObjectName("CodeHeader")
+        head_layout = QHBoxLayout(head)
+        head_layout.setContentsMargins(10, 2, 4, 2)
+        lang = QLabel(language or "text")
+        lang.setObjectName("CodeLanguage")
+        head_layout.addWidget(lang, 1)
+        self.copy_button = tool_button("Copy", "Copy this code", "CodeCopy")
+        self.copy_button.clicked.connect(self.copy)
+        self._reset_timer = QTimer(self)
+        self._reset_timer.setSingleShot(True)
+        self._reset_timer.setInterval(1500)
+        self._reset_timer.timeout.connect(self._reset_copy)
+        head_layout.addWidget(self.copy_button)
+        layout.addWidget(head)
+        self.label = QLabel()
+        self.label.setObjectName("CodeText")
+        self.label.setTextFormat(Qt.TextFormat.RichText)
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.label.setContentsMargins(10, 8, 10, 8)
+        self.label.setText(code_html(code, language, dark))
+        layout.addWidget(self.label)
+
+    def _reset_copy(self) -> None:
+        self.copy_button.setText("Copy")
+
+    def copy(self) -> None:
+        QGuiApplication.clipboard().setText(self.code)
+        self.copy_button.setText("Copied")
+        self._reset_timer.start()
+
+
+class VersionArrows:
+    """‹ 2/3 › in a bubble's head: steps through the versions of a message (hidden at first)."""
+
+    def __init__(self, step: Callable[[int], None]) -> None:
+        self.prev = tool_button("‹", "Previous version", "VersionButton")
+        self.label = QLabel()
+        self.label.setObjectName("VersionLabel")
+        self.next = tool_button("›", "Next version", "VersionButton")
+        self.prev.clicked.connect(lambda: step(-1))
+        self.next.clicked.connect(lambda: step(1))
+        self.widgets = (self.prev, self.label, self.next)
+        for widget in self.widgets:
+            widget.hide()
+
+    def show(self, versions: Versions | None, busy: bool) -> None:
+        """Shown when the message has more than one version; no stepping while ``busy``."""
+        many = versions is not None and versions.count > 1
+        for widget in self.widgets:
+            widget.setVisible(many)
+        if versions is not None and many:
+            self.label.setText(f"{versions.index + 1}/{versions.count}")
+            self.prev.setEnabled(versions.index > 0 and not busy)
+            self.next.setEnabled(versions.index < versions.count - 1 and not busy)
+
+    @property
+    def text(self) -> str:
+        """ "‹ 2/3 ›" as shown, or "" when hidden."""
+        return "" if self.label.isHidden() else f"‹ {self.label.text()} ›"
+
+
+class ThinkingBox:
+    """A reply's reasoning, folded under a "Thinking" toggle (hidden at first).
+
+    ``button`` toggles ``box``, which holds ``text`` behind a rule at its left.
+    """
+
+    def __init__(self) -> None:
+        self.button = QToolButton()
+        self.button.setObjectName("ThinkingToggle")
+        self.button.setCheckable(True)
+        self.button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.button.setArrowType(Qt.ArrowType.RightArrow)
+        self.button.setAutoRaise(True)
+        self.button.toggled.connect(self._unfold)
+        self.box = QFrame()
+        self.box.setObjectName("ThinkingBox")
+        box_layout = QVBoxLayout(self.box)
+        box_layout.setContentsMargins(10, 0, 0, 0)
+        self.text = StreamText()
+        self.text.setObjectName("ThinkingText")
+        box_layout.addWidget(self.text)
+        for widget in (self.button, self.box, self.text):
+            widget.hide()
+
+    def _unfold(self, shown: bool) -> None:
+        self.text.setVisible(shown)
+        self.box.setVisible(shown)
+        self.button.setArrowType(Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow)
+
+    def show(self, reasoning: str, streaming: bool) -> None:
+        """The stored reasoning; the toggle shows when there is any."""
+        self.text.set_all(reasoning)
+        self.button.setVisible(bool(reasoning))
+        self.set_label(reasoning, streaming)
+
+    def set_label(self, reasoning: str, streaming: bool) -> None:
+        text = "Thinking…" if streaming else "Thinking"
+        words = 0 if streaming else len(reasoning.split())
+        if words:
+            text += f" ({words:,} words)"
+        self.button.setText(text)
+
+
+class ErrorBox(QFrame):
+    """Why a reply failed, with Retry, and for "context too long" two ways out (hidden at first).
+
+    ``fit(key)`` is called with "fit_drop" (leave out the oldest turns) or "fit_raise" (raise
+    the agent's context size); both then retry.
+    """
+
+    def __init__(self, retry: Callable[[], None], fit: Callable[[str], None]) -> None:
+        super().__init__()
+        self.setObjectName("ErrorBox")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(10, 8, 8, 8)
+        layout.setSpacing(10)
+        self.text = QLabel()
+        self.text.setObjectName("ErrorText")
+        self.text.setWordWrap(True)
+        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.text, 1)
+        self.retry = self._button("Retry", "", retry)
+        self.fit: dict[str, QPushButton] = {}
+        for key, label, tip in (
+            (
+                "fit_drop",
+                "Drop oldest turns",
+                "Send again without the oldest turns (they stay in the conversation)",
+            ),
+            ("fit_raise", "Raise context", "Raise the agent's context size (n_ctx) and send again"),
+        ):
+            self.fit[key] = self._button(label, tip, self._fit_slot(fit, key))
+            self.fit[key].hide()
+        self.hide()
+
+    def _button(self, label: str, tip: str, slot: Callable[[], None]) -> QPushButton:
+        button = QPushButton(label)
+        button.setObjectName("RetryButton")
+        if tip:
+            button.setToolTip(tip)
+        button.setCursor(Qt.CursorShape.PointingHandCursor)
+        button.clicked.connect(slot)
+        self.layout().addWidget(button, 0, Qt.AlignmentFlag.AlignTop)
+        return button
+
+    @staticmethod
+    def _fit_slot(fit: Callable[[str], None], key: str) -> Callable[[], None]:
+        # A plain closure: lambdas with default arguments on clicked(bool) upset PySide's
+        # reference counting of True/False (a crash at interpreter exit after many clicks).
+        return lambda: fit(key)
+
+    def show_error(self, text: str, context_too_long: bool) -> None:
+        self.text.setText(text)
+        for button in self.fit.values():
+            button.setVisible(context_too_long)
+        self.show()
+
+    def set_busy(self, busy: bool) -> None:
+        """No retrying while a reply streams."""
+        for button in (self.retry, *self.fit.values()):
+            button.setEnabled(not busy)
+
+    def fit_width(self, inner: int) -> None:
+        """The text wraps beside every button shown (Retry, and the two context ones)."""
+        buttons = [b for b in (self.retry, *self.fit.values()) if not b.isHidden()]
+        room = inner - sum(b.sizeHint().width() + 10 for b in buttons) - 20
+        natural = natural_width(self.text.text(), self.text, inner)
+        self.text.setMinimumWidth(max(120, min(natural, room)))

@@ -1,0 +1,448 @@
+"""The transcript: a window of message bubbles over the conversation's active path.
+
+Only a window of the path exists as widgets (which part, and what to build or shed next, is
+``Paging``'s arithmetic): a screen when a conversation opens, then more in small batches
+while the view nears an unbuilt edge, so a 5,000-message conversation opens as fast as a short
+one and memory stays bounded. The view scrolls by blitting (``BlitScrollArea``) and follows a
+streaming reply unless the person scrolled up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import QLabel, QLayout, QPushButton, QVBoxLayout, QWidget
+
+from desktop.store.conversations import Message, Versions
+from desktop.ui.blit_scroll import BlitContent, BlitScrollArea
+from desktop.ui.bubble import BUBBLE_MAX_WIDTH, MessageBubble, MessageRow
+from desktop.ui.paging import BATCH, PAGE, PREFETCH_BUDGET_S, Edge, Paging
+
+STICK_MARGIN_PX = 32  # the view follows new text while it is this close to the bottom
+FOOTER_MODES = ("always", "hover", "never")
+
+Fetch = Callable[[list[Message]], tuple[dict[int, dict[str, Any]], dict[int, Versions]]]
+
+
+def _no_fetch(messages: list[Message]) -> tuple[dict[int, dict[str, Any]], dict[int, Versions]]:
+    return {}, {}
+
+
+class EmptyState(QWidget):
+    """What a conversation with no messages shows: whom the person is about to chat with."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(24, 80, 24, 24)
+        layout.setSpacing(8)
+        self.title = QLabel()
+        self.title.setObjectName("EmptyTitle")
+        self.title.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.hint = QLabel("Type a message below. Enter sends, Shift+Enter adds a line.")
+        self.hint.setObjectName("EmptyHint")
+        self.hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.hint.setWordWrap(True)
+        layout.addWidget(self.title)
+        layout.addWidget(self.hint)
+
+    def set_agent(self, name: str | None) -> None:
+        self.title.setText(f"Chat with {name}" if name else "Create an agent to start")
+
+
+class Transcript(BlitScrollArea):
+    """A window of bubbles over the active path. Follows new text unless the person scrolled up.
+
+    Signals:
+        retry_requested(int): a failed reply's Retry button.
+        action_requested(str, int): a bubble's action (see MessageBubble) and its message id.
+        version_step(int, int): a bubble's ‹ › buttons (message id, -1 or +1).
+    """
+
+    retry_requested = Signal(int)
+    action_requested = Signal(str, int)
+    version_step = Signal(int, int)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("Transcript")
+        body = BlitContent()
+        body.setObjectName("TranscriptBody")
+        self._layout = QVBoxLayout(body)
+        self._layout.setSizeConstraint(QLayout.SizeConstraint.SetNoConstraint)  # see BlitContent
+        self._layout.setContentsMargins(24, 16, 24, 16)
+        self._layout.setSpacing(12)
+        self.earlier_button = QPushButton("Show earlier messages")
+        self.earlier_button.setObjectName("LoadMore")
+        self.earlier_button.clicked.connect(self.load_earlier)
+        self.later_button = QPushButton("Show later messages")
+        self.later_button.setObjectName("LoadMore")
+        self.later_button.clicked.connect(self.load_later)
+        self.empty = EmptyState()
+        # [earlier, empty, rows..., later, stretch]: see _insert_rows
+        self._layout.addWidget(self.earlier_button, 0, Qt.AlignmentFlag.AlignHCenter)
+        self._layout.addWidget(self.empty)
+        self._layout.addWidget(self.later_button, 0, Qt.AlignmentFlag.AlignHCenter)
+        self._layout.addStretch(1)
+        self.setWidget(body)
+        self._paging: Paging[Message] = Paging()
+        self._bubbles: dict[int, MessageBubble] = {}
+        self._rows: list[MessageRow] = []  # the window, in path order
+        self._fetch: Fetch = _no_fetch
+        self._live: dict[int, list[str]] = {}  # streamed text not yet stored, per message
+        self._footer_mode = "always"
+        self._busy = False
+        self._stick = True
+        self._loading = False
+        # Timers owned by the transcript (not singleShot closures tied to a bubble, which
+        # PySide mishandles when the bubble is deleted before they fire).
+        self._found_id: int | None = None
+        self._scroll_timer = QTimer(self)
+        self._scroll_timer.setSingleShot(True)
+        self._scroll_timer.setInterval(0)
+        self._scroll_timer.timeout.connect(self._scroll_to_found)
+        self._unmark_timer = QTimer(self)
+        self._unmark_timer.setSingleShot(True)
+        self._unmark_timer.setInterval(2500)
+        self._unmark_timer.timeout.connect(self._unmark)
+        self._page_timer = QTimer(self)
+        self._page_timer.setSingleShot(True)
+        self._page_timer.setInterval(0)
+        self._page_timer.timeout.connect(self._prefetch)
+        self.earlier_button.hide()
+        self.later_button.hide()
+        bar = self.verticalScrollBar()
+        bar.valueChanged.connect(self._on_scrolled)
+        bar.rangeChanged.connect(self._on_range)
+
+    # scrolling -------------------------------------------------------------------------------
+    def may_prescroll(self) -> bool:
+        return self._stick and not self._loading
+
+    def _on_scrolled(self, value: int) -> None:
+        bar = self.verticalScrollBar()
+        at_end = not self._paging.has_more("bottom")
+        self._stick = value >= bar.maximum() - STICK_MARGIN_PX and at_end
+        if not self._loading and self._near_unbuilt_edge() and not self._page_timer.isActive():
+            self._page_timer.start()
+
+    def _near_unbuilt_edge(self) -> Edge | None:
+        bar = self.verticalScrollBar()
+        return self._paging.near_edge(
+            bar.value() - bar.minimum(), bar.maximum() - bar.value(), self.viewport().height()
+        )
+
+    def _prefetch(self) -> None:
+        """Build one BATCH of bubbles towards the edge the view is nearing; again next turn.
+
+        Bubbles are built ahead of the scroll, a few per event-loop turn, so reaching the top
+        of a long conversation never waits on a whole page being built at once.
+        """
+        if self._loading:
+            return
+        edge = self._near_unbuilt_edge()
+        if edge is not None:
+            self._grow(edge, BATCH, PREFETCH_BUDGET_S)
+            if self._near_unbuilt_edge():
+                self._page_timer.start()
+
+    @property
+    def prefetching(self) -> bool:
+        """True while more bubbles are about to be built near the view's edge."""
+        return self._page_timer.isActive()
+
+    def _on_range(self, _minimum: int, maximum: int) -> None:
+        if self._stick:
+            self.verticalScrollBar().setValue(maximum)
+
+    @property
+    def following(self) -> bool:
+        return self._stick
+
+    def scroll_to_bottom(self) -> None:
+        if self._paging.has_more("bottom"):
+            self._paging.show_last()
+            self._rebuild()
+            self._page_timer.start()
+        self._stick = True
+        bar = self.verticalScrollBar()
+        bar.setValue(bar.maximum())
+
+    # window ----------------------------------------------------------------------------------
+    @property
+    def window_range(self) -> tuple[int, int]:
+        """[start, end) of the path that exists as bubbles."""
+        return self._paging.start, self._paging.end
+
+    @property
+    def path(self) -> list[Message]:
+        return list(self._paging.path)
+
+    def bubbles(self) -> list[MessageBubble]:
+        return [row.bubble for row in self._rows]
+
+    def bubble(self, message_id: int) -> MessageBubble | None:
+        return self._bubbles.get(message_id)
+
+    def _index(self, message_id: int) -> int | None:
+        return next((i for i, m in enumerate(self._paging.path) if m.id == message_id), None)
+
+    def _make_row(
+        self, message: Message, stats: dict[str, Any] | None, versions: Versions | None
+    ) -> MessageRow:
+        bubble = MessageBubble(message, stats, versions, self._footer_mode)
+        bubble.before_grow = self._grow_hook(message.id)
+        if message.status == "streaming" and message.id in self._live:
+            bubble.set_streaming_text("".join(self._live[message.id]))
+        bubble.set_max_width(self._bubble_width())
+        # Queued: these rebuild the transcript, which must not delete the bubble while it is
+        # still delivering its own click (PySide then miscounts references and crashes later).
+        queued = Qt.ConnectionType.QueuedConnection
+        bubble.retry_requested.connect(self.retry_requested, queued)
+        bubble.action_requested.connect(self.action_requested, queued)
+        bubble.version_step.connect(self.version_step, queued)
+        if self._busy:
+            bubble.set_busy(True)
+        self._bubbles[message.id] = bubble
+        return MessageRow(bubble)
+
+    def _grow_hook(self, message_id: int) -> Callable[[int], None]:
+        def grow(pixels: int) -> None:
+            if self._rows and self._rows[-1].bubble.message_id == message_id:  # the followed one
+                self.prescroll(pixels)
+
+        return grow
+
+    def _build(
+        self, messages: list[Message], budget_s: float | None = None, edge: Edge = "bottom"
+    ) -> list[MessageRow]:
+        """Rows for ``messages`` (see Paging.build for the budget and ``edge``)."""
+        stats, versions = self._fetch(messages)
+        return self._paging.build(
+            messages,
+            lambda m: self._make_row(m, stats.get(m.id), versions.get(m.id)),
+            budget_s,
+            edge,
+        )
+
+    def _insert_rows(self, at: int, rows: list[MessageRow]) -> None:
+        base = 2  # after the "Show earlier" button and the empty state
+        for offset, row in enumerate(rows):
+            self._layout.insertWidget(base + at + offset, row)
+            # shown (and polished) now: the layout would show it a loop turn later, and until
+            # then it takes no room, so keeping the view in place would measure wrong heights
+            row.show()
+        self._rows[at:at] = rows
+
+    def _drop_rows(self, rows: list[MessageRow]) -> None:
+        for row in rows:
+            self._bubbles.pop(row.bubble.message_id, None)
+            self._layout.removeWidget(row)
+            row.hide()  # deleteLater runs later; a visible orphan would still paint
+            row.deleteLater()
+            self._rows.remove(row)
+
+    def _update_chrome(self) -> None:
+        self.earlier_button.setVisible(self._paging.has_more("top"))
+        self.later_button.setVisible(self._paging.has_more("bottom"))
+        self.empty.setVisible(not self._paging.path)
+
+    def _rebuild(self) -> None:
+        """Rows for the window as Paging now has it (after it was moved)."""
+        self._drop_rows(list(self._rows))
+        self._insert_rows(0, self._build(self._paging.window))
+        self._update_chrome()
+
+    def show_path(
+        self, messages: list[Message], fetch: Fetch | None = None, focus_id: int | None = None
+    ) -> None:
+        """Show a conversation: the last screen of it, or a screen around ``focus_id``."""
+        self._fetch = fetch or _no_fetch
+        focus = next((i for i, m in enumerate(messages) if m.id == focus_id), None)
+        self._paging.open(messages, focus)
+        self._stick = focus is None
+        self._rebuild()
+        if focus_id is not None:
+            self.reveal(focus_id)
+        self._page_timer.start()  # the rest of the screen and a screen beyond, in batches
+
+    def reveal(self, message_id: int) -> None:
+        """Scroll so the message is in view and mark it briefly (search hits)."""
+        index = self._index(message_id)
+        if index is None:
+            return
+        if not self._paging.is_built(index):
+            self._paging.show_around(index)
+            self._rebuild()
+            self._page_timer.start()
+        bubble = self._bubbles.get(message_id)
+        if bubble is None:
+            return
+        self._stick = False
+        self._unmark()
+        bubble.mark_found(True)
+        self._found_id = message_id
+        self._scroll_to_found()
+        self._scroll_timer.start()
+        self._unmark_timer.start()
+
+    def _scroll_to_found(self) -> None:
+        bubble = self._bubbles.get(self._found_id) if self._found_id is not None else None
+        row = bubble.parentWidget() if bubble is not None else None
+        if row is not None:
+            self.widget().layout().activate()
+            self.ensureWidgetVisible(row, 0, 80)
+            self._stick = False
+
+    def _unmark(self) -> None:
+        bubble = self._bubbles.get(self._found_id) if self._found_id is not None else None
+        if bubble is not None:
+            bubble.mark_found(False)
+
+    def load_earlier(self) -> None:
+        """A page of earlier messages ("Show earlier messages"); the view stays where it is."""
+        self._grow("top", PAGE)
+
+    def load_later(self) -> None:
+        self._grow("bottom", PAGE)
+
+    def _anchor(self) -> tuple[MessageRow, int] | None:
+        """The first row at the top of the view, and how far above the view's top it starts."""
+        value = self.verticalScrollBar().value()
+        for row in self._rows:
+            if row.y() + row.height() > value:
+                return row, value - row.y()
+        return None
+
+    def _restore(self, anchor: tuple[MessageRow, int] | None) -> None:
+        self.relayout_now()
+        if anchor is not None and anchor[0] in self._rows:
+            self.verticalScrollBar().setValue(anchor[0].y() + anchor[1])
+
+    def _grow(self, edge: Edge, count: int, budget_s: float | None = None) -> None:
+        """Build up to ``count`` bubbles beyond that edge of the window, shed the other end
+        past MAX_LOADED, and keep the row at the top of the view where it is on screen."""
+        if self._loading or not self._paging.has_more(edge):
+            return
+        self._loading = True
+        try:
+            anchor = self._anchor()
+            rows = self._build(self._paging.beyond(edge, count), budget_s, edge)
+            self._insert_rows(0 if edge == "top" else len(self._rows), rows)
+            shed = self._paging.grown(edge, len(rows))
+            if shed:
+                self._drop_rows(self._rows[-shed:] if edge == "top" else self._rows[:shed])
+            self._update_chrome()
+            self._restore(anchor)
+        finally:
+            self._loading = False
+
+    # content ---------------------------------------------------------------------------------
+    def clear(self) -> None:
+        self._drop_rows(list(self._rows))
+        self._bubbles.clear()
+        self._paging.open([])
+        self._live.clear()
+        self._update_chrome()
+        self._stick = True
+
+    def set_agent_name(self, name: str | None) -> None:
+        self.empty.set_agent(name)
+
+    def set_footer_mode(self, mode: str) -> None:
+        self._footer_mode = mode if mode in FOOTER_MODES else "always"
+        for bubble in self._bubbles.values():
+            bubble.set_footer_mode(self._footer_mode)
+
+    def set_busy(self, busy: bool) -> None:
+        self._busy = busy
+        for bubble in self._bubbles.values():
+            bubble.set_busy(busy)
+
+    def add_message(
+        self,
+        message: Message,
+        stats: dict[str, Any] | None = None,
+        versions: Versions | None = None,
+    ) -> MessageBubble | None:
+        """Append to the path; the bubble is built when the window is at the end."""
+        bubble = None
+        if self._paging.append(message):
+            self._insert_rows(len(self._rows), [self._make_row(message, stats, versions)])
+            bubble = self._bubbles[message.id]
+            if self._stick:  # the view is at the end: the top goes past MAX_LOADED
+                shed = self._paging.shed("top")
+                if shed:
+                    self._drop_rows(self._rows[:shed])
+        self._update_chrome()
+        return bubble
+
+    def remove_message(self, message_id: int) -> None:
+        index = self._index(message_id)
+        if index is not None:
+            self._paging.remove(index)
+        bubble = self._bubbles.get(message_id)
+        if bubble is not None:
+            row = bubble.parentWidget()
+            if isinstance(row, MessageRow) and row in self._rows:
+                self._drop_rows([row])
+        self._update_chrome()
+
+    def seed_live(self, message_id: int, text: str) -> None:
+        """The text a streaming message starts from ("Continue" carries on stored text)."""
+        self._live[message_id] = [text] if text else []
+
+    def append_text(self, message_id: int, text: str) -> None:
+        """Streamed text since the last flush (the caller coalesces deltas, ~30x/s)."""
+        self._live.setdefault(message_id, []).append(text)
+        bubble = self._bubbles.get(message_id)
+        if bubble is not None and bubble.append_text(text):
+            self._settle(bubble)
+            self.undo_prescroll()  # anything still prescrolled was not matched by growth
+
+    def _settle(self, bubble: MessageBubble) -> None:
+        """Lay out the grown bubble now, bottom-up, instead of one posted request per level.
+
+        Qt would propagate the new height one event-loop pass per widget (text, bubble, row,
+        content, scroll bars) and paint in between, with the view already moved up by
+        ``prescroll`` but the content not yet grown. Done here, the flush is one consistent
+        frame: the blitted view plus the strip of new text.
+        """
+        row = bubble.parentWidget()
+        for layout in (bubble.body_layout, bubble.layout(), row.layout() if row else None):
+            if layout is not None:
+                layout.activate()
+        self.relayout_now()
+
+    def append_reasoning(self, message_id: int, text: str) -> None:
+        bubble = self._bubbles.get(message_id)
+        if bubble is not None:
+            bubble.append_reasoning(text)
+
+    def update_message(
+        self,
+        message: Message,
+        stats: dict[str, Any] | None,
+        versions: Versions | None = None,
+    ) -> None:
+        self._live.pop(message.id, None)
+        index = self._index(message.id)
+        if index is not None:
+            self._paging.path[index] = message
+        bubble = self._bubbles.get(message.id)
+        if bubble is not None:
+            bubble.update_from(message, stats, versions)
+
+    # layout ----------------------------------------------------------------------------------
+    def _bubble_width(self) -> int:
+        width = self.viewport().width() - 48
+        return max(240, min(BUBBLE_MAX_WIDTH, int(width * 0.82)))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        width = self._bubble_width()
+        for bubble in self._bubbles.values():
+            bubble.set_max_width(width)
