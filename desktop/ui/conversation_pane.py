@@ -112,7 +112,7 @@ class ConversationPane(QWidget):
         row.addLayout(titles, 1)
         self.agent_button = QToolButton()
         self.agent_button.setObjectName("SwitchAgentButton")
-        self.agent_button.setText("Switch agent")
+        self.agent_button.setText("Switch agent ▾")
         self.agent_button.setToolTip("Choose which agent answers the next messages here")
         self.agent_button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.agent_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)

@@ -164,6 +164,11 @@ QToolButton#SidebarTool {{ background: transparent; color: {c.muted}; border: no
               border-radius: 6px; padding: 3px 6px; }}
 QToolButton#SidebarTool:hover {{ background: {c.selection}; color: {c.text}; }}
 QToolButton#SidebarTool:disabled {{ color: {c.border}; }}
+QToolButton#SwitchAgentButton {{ background: transparent; color: {c.muted};
+              border: 1px solid {c.border}; border-radius: 6px; padding: 4px 10px; }}
+QToolButton#SwitchAgentButton:hover {{ background: {c.selection}; color: {c.text}; }}
+QToolButton#SwitchAgentButton:disabled {{ color: {c.border}; }}
+QToolButton#SwitchAgentButton::menu-indicator {{ image: none; width: 0px; }}
 
 #ChatPane {{ background: {c.surface}; }}
 #ChatHeader {{ background: {c.surface}; border-bottom: 1px solid {c.border}; }}
