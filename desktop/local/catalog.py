@@ -25,6 +25,22 @@ log = logging.getLogger("simi.local")
 PREF_MODEL_FOLDERS = "model_folders"
 MAX_SCAN_DEPTH = 4  # models_dir/publisher/model/file.gguf (LM Studio's layout) and a bit more
 NO_TEMPLATE_NOTE = "no chat template: using ChatML"
+# What `simi models list --json` shows of a ModelInfo, in this order.
+PUBLIC_INFO_FIELDS = (
+    "path",
+    "name",
+    "architecture",
+    "parameter_count",
+    "quantization",
+    "file_size",
+    "gguf_version",
+    "context_length",
+    "block_count",
+    "head_count",
+    "head_count_kv",
+    "embedding_length",
+    "chat_template_present",
+)
 
 
 class ModelFileError(LocalModelError):
@@ -76,21 +92,7 @@ class ModelInfo:
         return str(n)
 
     def to_public_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "name": self.name,
-            "architecture": self.architecture,
-            "parameter_count": self.parameter_count,
-            "quantization": self.quantization,
-            "file_size": self.file_size,
-            "gguf_version": self.gguf_version,
-            "context_length": self.context_length,
-            "block_count": self.block_count,
-            "head_count": self.head_count,
-            "head_count_kv": self.head_count_kv,
-            "embedding_length": self.embedding_length,
-            "chat_template_present": self.chat_template_present,
-        }
+        return {name: getattr(self, name) for name in PUBLIC_INFO_FIELDS}
 
 
 @dataclass(frozen=True, slots=True)

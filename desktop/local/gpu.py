@@ -187,7 +187,7 @@ def detect(with_devices: bool = True) -> GpuSupport:
         system_info = ""
     backend = "CPU"
     if offload:
-        backend = _backend_from_libs(_lib_dir()) or _backend_from_flags(llama_cpp) or "GPU"
+        backend = _backend_from_libs(_lib_dir()) or "GPU"
     return GpuSupport(
         available=True,
         gpu_offload=offload,
@@ -198,11 +198,11 @@ def detect(with_devices: bool = True) -> GpuSupport:
     )
 
 
-def _backend_from_flags(llama_cpp: Any) -> str | None:
-    for attr, name in (("GGML_USE_CUDA", "CUDA"), ("GGML_USE_METAL", "Metal")):
-        if getattr(llama_cpp, attr, False):
-            return name
-    return None
+@functools.cache
+def backend_name() -> str:
+    """The backend a local call's stats record: "CPU", the GPU backend this build ships
+    (CUDA, ROCm, Metal, Vulkan, ...), "GPU" when that cannot be told, or "unavailable"."""
+    return detect(with_devices=False).backend
 
 
 @functools.cache

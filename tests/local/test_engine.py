@@ -4,7 +4,8 @@ from pathlib import Path
 import pytest
 
 from desktop.llm.errors import LocalModelError
-from desktop.local.engine import _split_on_stops, check_gguf_file
+from desktop.local.engine import _split_on_stops
+from desktop.local.loading import check_gguf_file
 from desktop.store.agents import Agent
 
 
@@ -52,3 +53,23 @@ def test_corrupt_model_fails_on_the_message_and_keeps_the_conversation(services,
     assert "broken.gguf" in result.error.user_message
     contents = [m.content for m in services.conversations.messages(conv.id)]
     assert contents[:3] == ["earlier", "kept", "hi"]
+
+
+def test_names_other_modules_import_from_the_engine_stay_there() -> None:
+    from desktop.local import engine, loading
+
+    for name in (
+        "LoadParams",
+        "LoadedModel",
+        "check_gguf_file",
+        "capture_llama_logs",
+        "default_threads",
+        "CHATML_TEMPLATE_NOTE",
+    ):
+        assert getattr(engine, name) is getattr(loading, name)
+
+
+def test_llama_logs_are_captured_once_per_process() -> None:
+    from desktop.local.loading import capture_llama_logs
+
+    assert capture_llama_logs() is capture_llama_logs()

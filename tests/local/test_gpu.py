@@ -10,9 +10,9 @@ import pytest
 from desktop.llm.errors import LocalModelError
 from desktop.llm.events import RunInfo
 from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
-from desktop.local import engine as engine_mod
-from desktop.local.engine import LoadParams, LocalEngine
-from desktop.local.gpu import architecture_supported, detect
+from desktop.local.engine import LocalEngine
+from desktop.local.gpu import architecture_supported, backend_name, detect
+from desktop.local.loading import LLAMA_LOG_TAIL, LoadParams
 from tests.helpers import gguf_files
 
 
@@ -24,6 +24,13 @@ def test_detect_reports_the_installed_build() -> None:
     assert any(d.kind == "CPU" for d in support.devices)  # ggml always registers the CPU
     assert support.llama_cpp_version == llama_cpp.__version__
     assert support.backend in support.summary or "CPU only" in support.summary
+
+
+def test_stats_name_the_backend_detect_names() -> None:
+    # what a local call's RunInfo says (and its stats row records) is what detect() says
+    assert backend_name() == detect(with_devices=False).backend
+    if not llama_cpp.llama_supports_gpu_offload():
+        assert backend_name() == "CPU"
 
 
 def test_architecture_check_knows_llama_and_not_nonsense() -> None:
@@ -43,7 +50,7 @@ class SmallGpu:
         layers = kwargs["n_gpu_layers"]
         self.asked.append(layers)
         if self.fits is None or layers < 0 or layers > self.fits:
-            engine_mod.LLAMA_LOG_TAIL.append(
+            LLAMA_LOG_TAIL.append(
                 "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 812.00 MiB on device "
                 "0: cudaMalloc failed: out of memory"
             )
@@ -88,7 +95,7 @@ def test_other_load_failures_are_not_retried() -> None:
 
     def broken(**kwargs):  # stands in for llama.cpp rejecting the file for another reason
         asked.append(kwargs["n_gpu_layers"])
-        engine_mod.LLAMA_LOG_TAIL.append("llama_model_load: error loading model: bad tensor")
+        LLAMA_LOG_TAIL.append("llama_model_load: error loading model: bad tensor")
         raise ValueError("Failed to load model from file")
 
     engine = LocalEngine(loader=broken)

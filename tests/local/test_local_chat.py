@@ -9,7 +9,7 @@ import pytest
 
 from desktop.llm.events import RunInfo
 from desktop.local.catalog import read_model_info
-from desktop.local.engine import CHATML_TEMPLATE_NOTE
+from desktop.local.loading import CHATML_TEMPLATE_NOTE
 from desktop.local.starter import STARTER_AGENT_NAME
 from desktop.store.agents import Agent
 from tests.helpers import gguf_files

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from desktop.local import engine as engine_mod
 from desktop.local.catalog import read_model_info
-from desktop.local.engine import LoadParams, LocalEngine, capture_llama_logs
+from desktop.local.engine import LocalEngine
+from desktop.local.loading import LLAMA_REPORTED_MIB, LoadParams, capture_llama_logs
 from desktop.local.memory import estimate
 from tests.helpers import gguf_files
 
@@ -31,7 +31,7 @@ def test_kv_cache_estimate_matches_llama_cpp(starter_info, n_ctx, kv_type, flash
                 str(gguf_files.starter()), n_ctx=n_ctx, kv_type=kv_type, flash_attn=flash_attn
             )
         )
-        reported = dict(engine_mod.LLAMA_REPORTED_MIB)
+        reported = dict(LLAMA_REPORTED_MIB)
     finally:
         engine.unload()
     est = estimate(starter_info, n_ctx, kv_type, 0, flash_attn=flash_attn)
