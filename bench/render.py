@@ -42,9 +42,9 @@ from PySide6.QtWidgets import QApplication
 
 from desktop.store.conversations import Message
 from desktop.ui import theme
-from desktop.ui.chat_controller import FLUSH_INTERVAL_MS
 from desktop.ui.loop import new_loop
-from desktop.ui.message_view import Transcript
+from desktop.ui.presenter import FLUSH_INTERVAL_MS
+from desktop.ui.transcript import Transcript
 
 WORDS = [
     "the",

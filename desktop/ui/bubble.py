@@ -54,7 +54,7 @@ class MessageBubble(QFrame):
 
     Signals:
         action_requested(str, int): an action on this message id: "copy", "regenerate",
-            "edit", "delete", "continue", "retry", "fit_drop" or "fit_raise".
+            "regenerate_with", "edit", "delete", "continue", "retry", "fit_drop" or "fit_raise".
         version_step(int, int): show the previous (-1) or next (+1) version of the message.
         retry_requested(int): the failed message's Retry button (also an action).
     """
@@ -135,6 +135,7 @@ class MessageBubble(QFrame):
             ("copy", "Copy", "Copy this message"),
             ("edit", "Edit", "Edit and send again (a new branch; this one stays)"),
             ("regenerate", "Regenerate", "Write another version of this reply"),
+            ("regenerate_with", "Regenerate with…", "Another version, by an agent you choose"),
             ("continue", "Continue", "Carry on from where this reply stopped"),
             ("delete", "Delete", "Delete this message"),
         ):
@@ -212,7 +213,7 @@ class MessageBubble(QFrame):
     def set_busy(self, busy: bool) -> None:
         """While a reply streams, nothing that starts another turn or reshapes the path."""
         self._busy = busy
-        for key in ("edit", "regenerate", "continue", "delete"):
+        for key in ("edit", "regenerate", "regenerate_with", "continue", "delete"):
             self.action_buttons[key].setEnabled(not busy)
         if (error := self._built("error_box")) is not None:
             error.set_busy(busy)
@@ -446,7 +447,8 @@ class MessageBubble(QFrame):
         finish_reason = (stats or {}).get("finish_reason")
         self.action_buttons["copy"].setVisible(bool(content))
         self.action_buttons["edit"].setVisible(message.role == "user")
-        self.action_buttons["regenerate"].setVisible(assistant and not streaming and not failed)
+        for key in ("regenerate", "regenerate_with"):
+            self.action_buttons[key].setVisible(assistant and not streaming and not failed)
         self.action_buttons["continue"].setVisible(
             assistant
             and bool(content)

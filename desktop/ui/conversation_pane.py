@@ -33,9 +33,9 @@ from desktop.chat.session import Turn
 from desktop.store.agents import Agent
 from desktop.store.conversations import Message, Versions
 from desktop.ui.async_door import run_blocking, start
-from desktop.ui.message_view import Transcript
 from desktop.ui.presenter import ConversationPresenter, final_message
 from desktop.ui.resources import agent_badge
+from desktop.ui.transcript import Transcript
 from desktop.ui.widgets import ComposerEdit, FocusFrame, InfoBar
 
 log = logging.getLogger("simi.ui.pane")

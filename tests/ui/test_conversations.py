@@ -12,16 +12,16 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-from desktop.ui.message_view import FIRST_SCREEN, MAX_LOADED, PAGE
+from desktop.ui.paging import FIRST_SCREEN, MAX_LOADED, PAGE
 from tests.ui.conftest import limit_starter
 
 REPLY_TIMEOUT_MS = 60_000
 
 
 def _send(qtbot: Any, window: Any, text: str) -> None:
-    window.composer.setPlainText(text)
-    qtbot.keyClick(window.composer, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: not window.controller.busy, timeout=REPLY_TIMEOUT_MS)
+    window.pane.composer.setPlainText(text)
+    qtbot.keyClick(window.pane.composer, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: not window.pane.presenter.busy, timeout=REPLY_TIMEOUT_MS)
 
 
 def _conversation(services: Any, window: Any, pairs: list[tuple[str, str]], title: str) -> int:
@@ -40,18 +40,18 @@ def test_regenerate_keeps_the_earlier_reply_and_switches_with_arrows(
     limit_starter(services, max_tokens=12, temperature=1.0)
     window.reload_agents()
     _send(qtbot, window, "Name a colour.")
-    first = window.transcript.bubbles()[-1]
+    first = window.pane.transcript.bubbles()[-1]
     first_id, first_text = first.message_id, services.conversations.message(first.message_id)
     qtbot.mouseClick(first.action_buttons["regenerate"], Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: window.transcript.bubbles()[-1].message_id != first_id)
-    qtbot.waitUntil(lambda: not window.controller.busy, timeout=REPLY_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.pane.transcript.bubbles()[-1].message_id != first_id)
+    qtbot.waitUntil(lambda: not window.pane.presenter.busy, timeout=REPLY_TIMEOUT_MS)
 
-    second = window.transcript.bubbles()[-1]
+    second = window.pane.transcript.bubbles()[-1]
     assert second.message_id != first_id and second.version_text == "‹ 2/2 ›"
-    assert len(window.transcript.bubbles()) == 2  # one question, one reply on show
+    assert len(window.pane.transcript.bubbles()) == 2  # one question, one reply on show
     qtbot.mouseClick(second.prev_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: window.transcript.bubbles()[-1].message_id == first_id)
-    shown = window.transcript.bubbles()[-1]
+    qtbot.waitUntil(lambda: window.pane.transcript.bubbles()[-1].message_id == first_id)
+    shown = window.pane.transcript.bubbles()[-1]
     assert shown.message_id == first_id and shown.version_text == "‹ 1/2 ›"
     assert shown.text.strip() == first_text.content.strip()
 
@@ -61,22 +61,23 @@ def test_editing_a_question_sends_a_new_branch_and_the_old_one_stays(
     qtbot: Any, window: Any, services: Any
 ) -> None:
     _send(qtbot, window, "Say one word.")
-    user = window.transcript.bubbles()[0]
-    old_reply_id = window.transcript.bubbles()[1].message_id
+    user = window.pane.transcript.bubbles()[0]
+    old_reply_id = window.pane.transcript.bubbles()[1].message_id
     qtbot.mouseClick(user.action_buttons["edit"], Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: window.editing is not None)
-    assert window.editing == user.message_id and not window.edit_banner.isHidden()
-    assert window.composer.toPlainText() == "Say one word."
-    window.composer.setPlainText("Say two words.")
-    qtbot.keyClick(window.composer, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: not window.controller.busy, timeout=REPLY_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.pane.presenter.editing is not None)
+    assert window.pane.presenter.editing == user.message_id
+    assert not window.pane.edit_banner.isHidden()
+    assert window.pane.composer.toPlainText() == "Say one word."
+    window.pane.composer.setPlainText("Say two words.")
+    qtbot.keyClick(window.pane.composer, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: not window.pane.presenter.busy, timeout=REPLY_TIMEOUT_MS)
 
-    bubbles = window.transcript.bubbles()
+    bubbles = window.pane.transcript.bubbles()
     assert bubbles[0].text == "Say two words." and len(bubbles) == 2
-    assert bubbles[0].version_text == "‹ 2/2 ›" and window.editing is None
+    assert bubbles[0].version_text == "‹ 2/2 ›" and window.pane.presenter.editing is None
     qtbot.mouseClick(bubbles[0].prev_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: window.transcript.bubbles()[0].text == "Say one word.")
-    bubbles = window.transcript.bubbles()
+    qtbot.waitUntil(lambda: window.pane.transcript.bubbles()[0].text == "Say one word.")
+    bubbles = window.pane.transcript.bubbles()
     assert bubbles[0].text == "Say one word." and bubbles[1].message_id == old_reply_id
 
 
@@ -87,18 +88,18 @@ def test_a_reply_cut_off_by_max_tokens_can_be_continued_in_place(
     limit_starter(services, max_tokens=4)
     window.reload_agents()
     _send(qtbot, window, "Write a long story about a cat.")
-    reply = window.transcript.bubbles()[-1]
+    reply = window.pane.transcript.bubbles()[-1]
     before = services.conversations.message(reply.message_id).content
     assert "length" in reply.footer.text()
     continue_button = reply.action_buttons["continue"]
     assert not continue_button.isHidden()
     qtbot.mouseClick(continue_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: window.controller.busy, timeout=5000)
-    qtbot.waitUntil(lambda: not window.controller.busy, timeout=REPLY_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.pane.presenter.busy, timeout=5000)
+    qtbot.waitUntil(lambda: not window.pane.presenter.busy, timeout=REPLY_TIMEOUT_MS)
     after = services.conversations.message(reply.message_id)
     assert after.status == "complete" and after.content.startswith(before)
     assert len(after.content) > len(before)
-    assert window.transcript.bubble(reply.message_id).text.startswith(before.strip()[:5])
+    assert window.pane.transcript.bubble(reply.message_id).text.startswith(before.strip()[:5])
 
 
 def test_copy_and_delete_a_message(
@@ -106,13 +107,13 @@ def test_copy_and_delete_a_message(
 ) -> None:
     conv = _conversation(services, window, [("hi", "hello **there**"), ("more", "sure")], "C")
     window.open_conversation(conv)
-    reply = window.transcript.bubbles()[1]
+    reply = window.pane.transcript.bubbles()[1]
     qtbot.mouseClick(reply.action_buttons["copy"], Qt.MouseButton.LeftButton)
     assert qapp.clipboard().text() == "hello **there**"
     monkeypatch.setattr(window, "confirm", lambda _t, _x: True)
     qtbot.mouseClick(reply.action_buttons["delete"], Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: len(window.transcript.bubbles()) == 3)
-    assert [b.text for b in window.transcript.bubbles()] == ["hi", "more", "sure"]
+    qtbot.waitUntil(lambda: len(window.pane.transcript.bubbles()) == 3)
+    assert [b.text for b in window.pane.transcript.bubbles()] == ["hi", "more", "sure"]
     window.copy_last_reply()
     assert qapp.clipboard().text() == "sure"
 
@@ -127,30 +128,30 @@ def test_conversation_list_rename_pin_filter_and_delete_with_undo(
     b = _conversation(services, window, [("second", "two")], "Beta")
     services.conversations.set_agent(b, other.id)
     window.reload_agents()
-    window.reload_conversations()
+    window.browser.reload(current=window.conversation_id)
 
     def titles() -> list[str]:
-        view = window.conversation_list
+        view = window.browser.conversation_list
         return [view.item(i).text() for i in range(view.count())]
 
     assert titles() == ["Beta", "Alpha"]
-    window.toggle_pin(a)
+    window.browser.toggle_pin(a)
     assert titles() == ["Alpha", "Beta"]
     monkeypatch.setattr(window, "ask_text", lambda *_a: "  Alpha   renamed ")
-    window.rename_conversation(a)
+    window.browser.rename(a)
     assert titles()[0] == "Alpha renamed"
-    window.set_agent_filter(other.id)
+    window.browser.set_agent_filter(other.id)
     assert titles() == ["Beta"]
-    window.set_agent_filter(None)
+    window.browser.set_agent_filter(None)
 
     window.open_conversation(b)
-    window.delete_conversation(b)
+    window.browser.delete(b)
     assert titles() == ["Alpha renamed"] and window.conversation_id is None
-    assert not window.undo_bar.isHidden()
-    qtbot.mouseClick(window.undo_button, Qt.MouseButton.LeftButton)
+    assert not window.browser.undo_bar.isHidden()
+    qtbot.mouseClick(window.browser.undo_button, Qt.MouseButton.LeftButton)
     assert "Beta" in titles() and window.conversation_id == b
-    window.delete_conversation(b)
-    window._finish_delete()  # the undo time ran out
+    window.browser.delete(b)
+    window.browser.finish_delete()  # the undo time ran out
     assert services.conversations.get(b) is None
 
 
@@ -162,22 +163,22 @@ def test_search_highlights_hits_and_jumps_to_the_message(
     conv = _conversation(services, window, pairs, "Long one")
     _conversation(services, window, [("other", "nothing here")], "Short")
     window.focus_search()
-    assert window.search_box.hasFocus()
-    qtbot.keyClicks(window.search_box, "lighthou")
-    window.run_search()
-    results = window.search_results
-    assert not results.isHidden() and window.conversation_list.isHidden()
+    assert window.browser.search_box.hasFocus()
+    qtbot.keyClicks(window.browser.search_box, "lighthou")
+    window.browser.run_search()
+    results = window.browser.search_results
+    assert not results.isHidden() and window.browser.conversation_list.isHidden()
     assert results.count() == 2
     from desktop.ui.conversation_list import SNIPPET_ROLE, snippet_html
 
     snippet = results.item(0).data(SNIPPET_ROLE)
     assert "<span" in snippet_html(snippet, "#ff0") and "lighthouse" in snippet
-    qtbot.keyClick(window.search_box, Qt.Key.Key_Return)
+    qtbot.keyClick(window.browser.search_box, Qt.Key.Key_Return)
     assert window.conversation_id == conv
     target = services.conversations.messages(conv)[7]  # the reply with the hit
-    bubble = window.transcript.bubble(target.id)
+    bubble = window.pane.transcript.bubble(target.id)
     assert bubble is not None and bubble.property("found") == "true"
-    start, end = window.transcript.window_range
+    start, end = window.pane.transcript.window_range
     assert start <= 7 < end and end - start <= PAGE
 
 
@@ -195,7 +196,7 @@ def test_a_5000_message_conversation_opens_as_a_window_and_pages_on_scroll(
     qtbot: Any, window: Any, services: Any
 ) -> None:
     window.open_conversation(_long_conversation(services, window, 2500, "q{}", "a{}"))
-    transcript = window.transcript
+    transcript = window.pane.transcript
     # the first screen at once, then a screen and a half beyond it, a batch per loop turn
     assert len(transcript.bubbles()) == FIRST_SCREEN
     assert transcript.bubbles()[-1].text == "a2499"
@@ -215,7 +216,7 @@ def test_scrolling_up_builds_earlier_bubbles_ahead_and_the_view_does_not_jump(
     qtbot: Any, window: Any, services: Any
 ) -> None:
     window.open_conversation(_long_conversation(services, window, 300, "question {}", "answer {}"))
-    transcript = window.transcript
+    transcript = window.pane.transcript
     bar = transcript.verticalScrollBar()
     qtbot.waitUntil(lambda: not transcript.prefetching)
     for _ in range(400):  # flick up a screen at a time, as a wheel or PageUp would
@@ -246,7 +247,7 @@ def test_markdown_code_copy_links_and_images_without_fetching(
     )
     conv = _conversation(services, window, [("show", reply)], "MD")
     window.open_conversation(conv)
-    bubble = window.transcript.bubbles()[-1]
+    bubble = window.pane.transcript.bubbles()[-1]
     assert bubble.is_markdown
     [code] = bubble.code_blocks()
     assert "color" in code.label.text()  # highlighted spans
@@ -284,7 +285,7 @@ def test_reasoning_is_shown_folded_and_footer_follows_the_setting(
         }
     )
     window.open_conversation(conv.id)
-    bubble = window.transcript.bubble(reply.id)
+    bubble = window.pane.transcript.bubble(reply.id)
     assert not bubble.thinking_button.isHidden() and bubble.thinking.isHidden()
     bubble.thinking_button.click()
     assert not bubble.thinking.isHidden()
@@ -293,9 +294,9 @@ def test_reasoning_is_shown_folded_and_footer_follows_the_setting(
     for part in ("X", "m", "TTFT 80 ms", "50 tok/s", "10 (4 cached) → 2 tokens", "$0.0001", "stop"):
         assert part in line
     assert "ttft_ms: 80.0" in bubble.footer.toolTip()
-    window.transcript.set_footer_mode("never")
+    window.pane.transcript.set_footer_mode("never")
     assert bubble.footer.isHidden()
-    window.transcript.set_footer_mode("hover")
+    window.pane.transcript.set_footer_mode("hover")
     assert bubble.footer.isHidden()
     from PySide6.QtCore import QPointF
     from PySide6.QtGui import QEnterEvent

@@ -195,7 +195,13 @@ def test_regenerate_with_another_agent_is_explicit_and_the_reply_names_it(
     pane = window.pane
     qtbot.waitUntil(lambda: not pane.busy, timeout=TIMEOUT_MS)
     first_reply = _messages(services, pane.conversation_id)[-1]
-    pane.presenter.regenerate(first_reply.id, agent=b)  # what "Regenerate with… B" does
+    shown: list[Any] = []
+    pane.regenerate_with = lambda message_id, at=None: shown.append(message_id)  # no popup
+    button = pane.transcript.bubble(first_reply.id).action_buttons["regenerate_with"]
+    assert button.isVisible() and button.text() == "Regenerate with…"
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: shown == [first_reply.id])  # the reply's button asks which agent
+    pane.presenter.regenerate(first_reply.id, agent=b)  # what choosing "Ticker B" there does
     qtbot.waitUntil(lambda: not pane.busy, timeout=TIMEOUT_MS)
     newest = _messages(services, pane.conversation_id)[-1]
     assert newest.id != first_reply.id and newest.agent_name == "Ticker B"
