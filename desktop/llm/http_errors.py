@@ -24,6 +24,7 @@ from typing import Any
 
 import httpx
 
+from desktop.errors import UserError, ValidationError
 from desktop.llm.errors import (
     AuthError,
     BadResponse,
@@ -31,8 +32,6 @@ from desktop.llm.errors import (
     ModelNotFound,
     ProviderUnavailable,
     RateLimited,
-    UserError,
-    ValidationError,
 )
 
 # Phrases servers use when a prompt does not fit (OpenAI/llama.cpp "maximum context length",

@@ -29,7 +29,8 @@ import certifi
 import httpx
 import httpx_sse
 
-from desktop.llm.errors import BadResponse, ValidationError
+from desktop.errors import ValidationError
+from desktop.llm.errors import BadResponse
 from desktop.llm.events import Finished, FinishReason, RunInfo, StreamEvent, Timing, Usage
 from desktop.llm.http_errors import EndpointErrors, redact
 from desktop.llm.provider import ChatRequest
