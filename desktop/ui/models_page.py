@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +128,7 @@ class ModelsPage(QWidget):
 
         runtime.add_listener(listener)
         self.destroyed.connect(lambda *_: runtime.remove_listener(listener))
-        self._show_state(runtime.state, runtime.worker.state_detail)
+        self._show_state(runtime.state, runtime.state_detail)
         self._show_folders()
 
     # public ----------------------------------------------------------------------------------
@@ -145,26 +146,13 @@ class ModelsPage(QWidget):
 
     def add_folder(self, path: str | Path) -> bool:
         """Link ``path`` into the library; False (and a message) when it cannot be."""
-        try:
-            folder = self.catalog.add_folder(path)
-        except UserError as exc:
-            self.message.setText(exc.user_message)
-            return False
-        self.message.setText(f"Linked {folder}.")
-        self.folders_changed.emit()
-        self.refresh()
-        return True
+        return self._change_folders(self.catalog.add_folder, path, "Linked {}.")
 
     def remove_folder(self, path: str | Path) -> bool:
-        try:
-            folder = self.catalog.remove_folder(path)
-        except UserError as exc:
-            self.message.setText(exc.user_message)
-            return False
-        self.message.setText(f"Unlinked {folder}; its files were not touched.")
-        self.folders_changed.emit()
-        self.refresh()
-        return True
+        """Unlink ``path`` from the library; False (and a message) when it cannot be."""
+        return self._change_folders(
+            self.catalog.remove_folder, path, "Unlinked {}; its files were not touched."
+        )
 
     def row_of(self, path: str | Path) -> int:
         for row in range(self.table.rowCount()):
@@ -178,6 +166,20 @@ class ModelsPage(QWidget):
         return item.text() if item is not None else ""
 
     # internals -------------------------------------------------------------------------------
+    def _change_folders(
+        self, change: Callable[[str | Path], Path], path: str | Path, done: str
+    ) -> bool:
+        """Link or unlink a folder, say what happened (``done`` names the folder), rescan."""
+        try:
+            folder = change(path)
+        except UserError as exc:
+            self.message.setText(exc.user_message)
+            return False
+        self.message.setText(done.format(folder))
+        self.folders_changed.emit()
+        self.refresh()
+        return True
+
     async def _refresh(self) -> None:
         entries = await run_blocking(self.catalog.entries)
         gpu = self.gpu or await run_blocking(detect)
@@ -240,7 +242,7 @@ class ModelsPage(QWidget):
 
     def _show_state(self, state: str, detail: str) -> None:
         text = STATE_TEXT.get(state, state)
-        params = self._services.local.worker.params
+        params = self._services.local.loaded_params
         name = Path(params.model_path).name if params is not None else ""
         if state in ("ready", "busy", "loading") and name:
             text = f"{text}: {name}"
