@@ -17,62 +17,77 @@ import asyncio
 import json
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from desktop import APP_NAME, __version__
+from desktop.chat.agent_rules import number_field, parse_number
 from desktop.errors import UserError, ValidationError
 from desktop.llm.events import TextDelta
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
-def _float(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"“{text}” is not a number") from None
+def _arg_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An argparse ``type``: the ``ValueError`` of ``parse`` (a person's message) becomes the
+    usage error."""
+
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return convert
 
 
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"“{text}” is not a whole number") from None
+def _number(p: argparse.ArgumentParser, option: str, dest: str = "", **kw: Any) -> None:
+    """A numeric Agent field, parsed as the agent editor parses it (``agent_rules``)."""
+    field = number_field(dest or option[2:].replace("-", "_"))
+    p.add_argument(option, dest=field.name, type=_arg_type(field.parse), **kw)
 
 
 def _add_agent_fields(p: argparse.ArgumentParser, *, creating: bool) -> None:
+    """Each option stores into the Agent field it is named after (its ``dest``)."""
+    from desktop.chat.kinds import kind_names
+    from desktop.store.agents import KV_TYPES
+
     if creating:
         p.add_argument("--name", required=True, help="a unique name, e.g. 'GPT-4o mini'")
-        p.add_argument(
-            "--kind",
-            required=True,
-            choices=["local", "openai", "openai-compatible", "anthropic", "gemini"],
-        )
     else:
         p.add_argument("--name", dest="new_name", help="rename the agent")
-        p.add_argument(
-            "--kind", choices=["local", "openai", "openai-compatible", "anthropic", "gemini"]
-        )
+    p.add_argument("--kind", required=creating, choices=kind_names())
     p.add_argument("--base-url", help="endpoint base URL, e.g. http://localhost:8080/v1")
     p.add_argument("--model", help="model name as the provider knows it")
-    p.add_argument("--system", help="system prompt")
-    p.add_argument("--temperature", type=_float)
-    p.add_argument("--top-p", type=_float)
-    p.add_argument("--max-tokens", type=_int)
-    p.add_argument("--seed", type=_int)
+    p.add_argument("--system", dest="system_prompt", metavar="SYSTEM", help="system prompt")
+    for option in ("--temperature", "--top-p", "--max-tokens", "--seed"):
+        _number(p, option)
     p.add_argument("--stop", action="append", help="stop sequence (repeat for several)")
-    p.add_argument("--model-file", help="local: path to a .gguf file")
-    p.add_argument("--n-ctx", type=_int, help="local: context size in tokens")
-    p.add_argument("--n-gpu-layers", type=_int, help="local: -1 all, 0 none, N layers")
-    p.add_argument("--threads", type=_int, help="local: CPU threads")
+    p.add_argument(
+        "--model-file", dest="model_path", metavar="MODEL_FILE", help="local: path to a .gguf file"
+    )
+    _number(p, "--n-ctx", help="local: context size in tokens")
+    _number(p, "--n-gpu-layers", help="local: -1 all, 0 none, N layers")
+    _number(p, "--threads", "n_threads", metavar="THREADS", help="local: CPU threads")
     p.add_argument("--flash-attn", action=argparse.BooleanOptionalAction, default=None)
-    p.add_argument("--kv-type", choices=["f16", "q8_0", "q4_0"])
+    p.add_argument("--kv-type", choices=KV_TYPES)
     p.add_argument(
         "--api-key-stdin",
         action="store_true",
         help="read the API key from standard input (it goes to the OS keyring only)",
     )
+
+
+def _command(
+    sub: Any, name: str, help_text: str, *positionals: str, json_flag: bool = False
+) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=help_text)
+    for positional in positionals:
+        parser.add_argument(positional)
+    if json_flag:
+        parser.add_argument("--json", action="store_true")
+    return parser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,32 +100,26 @@ def build_parser() -> argparse.ArgumentParser:
     ask = sub.add_parser("ask", help="send one prompt to an agent and stream the reply")
     ask.add_argument("prompt", help="the prompt ('-' reads standard input)")
     ask.add_argument("--agent", help="agent name (default: the starter agent)")
-    ask.add_argument("--conversation", type=_int, help="continue this conversation id")
+    conversation_id = partial(parse_number, what="The conversation id", whole=True)
+    ask.add_argument(
+        "--conversation", type=_arg_type(conversation_id), help="continue this conversation id"
+    )
     ask.add_argument(
         "--json", action="store_true", help="print the call's stats as JSON on the last line"
     )
 
     agents = sub.add_parser("agents", help="list and manage agents")
     asub = agents.add_subparsers(dest="agents_command", required=True)
-    lst = asub.add_parser("list", help="list agents")
-    lst.add_argument("--json", action="store_true")
-    show = asub.add_parser("show", help="show one agent")
-    show.add_argument("name")
-    show.add_argument("--json", action="store_true")
-    add = asub.add_parser("add", help="create an agent")
-    _add_agent_fields(add, creating=True)
-    edit = asub.add_parser("edit", help="change an agent")
-    edit.add_argument("name")
-    _add_agent_fields(edit, creating=False)
-    clone = asub.add_parser("clone", help="copy an agent")
-    clone.add_argument("name")
+    _command(asub, "list", "list agents", json_flag=True)
+    _command(asub, "show", "show one agent", "name", json_flag=True)
+    _add_agent_fields(_command(asub, "add", "create an agent"), creating=True)
+    _add_agent_fields(_command(asub, "edit", "change an agent", "name"), creating=False)
+    clone = _command(asub, "clone", "copy an agent", "name")
     clone.add_argument("--as", dest="new_name", help="name of the copy")
-    rm = asub.add_parser("remove", help="delete an agent (its conversations stay)")
-    rm.add_argument("name")
+    _command(asub, "remove", "delete an agent (its conversations stay)", "name")
 
-    stats = sub.add_parser("stats", help="per-agent inference statistics")
+    stats = _command(sub, "stats", "per-agent inference statistics", json_flag=True)
     stats.add_argument("--agent")
-    stats.add_argument("--json", action="store_true")
 
     export = sub.add_parser("export", help="write a conversation as Markdown or JSON")
     export.add_argument("conversation", help="conversation id, or (part of) its title")
@@ -121,14 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     models = sub.add_parser("models", help="the local model library (GGUF files)")
     msub = models.add_subparsers(dest="models_command", required=True)
-    mlist = msub.add_parser("list", help="list GGUF files with what their headers say")
-    mlist.add_argument("--json", action="store_true")
-    madd = msub.add_parser("add-folder", help="link a folder of .gguf files (never copied)")
-    madd.add_argument("path")
-    mrm = msub.add_parser("remove-folder", help="unlink a folder (its files are kept)")
-    mrm.add_argument("path")
-    mgpu = msub.add_parser("gpu", help="what the installed llama.cpp build supports")
-    mgpu.add_argument("--json", action="store_true")
+    _command(msub, "list", "list GGUF files with what their headers say", json_flag=True)
+    _command(msub, "add-folder", "link a folder of .gguf files (never copied)", "path")
+    _command(msub, "remove-folder", "unlink a folder (its files are kept)", "path")
+    _command(msub, "gpu", "what the installed llama.cpp build supports", json_flag=True)
 
     db = sub.add_parser("db", help="database maintenance")
     dsub = db.add_subparsers(dest="db_command", required=True)
@@ -171,20 +176,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         from desktop.chat.services import Services
         from desktop.settings.paths import AppPaths
 
-        services = Services.open(AppPaths.from_env())
-        try:
-            if args.command == "ask":
-                return _ask(services, args)
-            if args.command == "agents":
-                return _agents(services, args)
-            if args.command == "stats":
-                return _stats(services, args)
-            if args.command == "export":
-                return _export(services, args)
-            if args.command == "import":
-                return _import(services, args)
-        finally:
-            services.close()
+        commands = {
+            "ask": _ask,
+            "agents": _agents,
+            "stats": _stats,
+            "export": _export,
+            "import": _import,
+        }
+        if args.command in commands:
+            services = Services.open(AppPaths.from_env())
+            try:
+                return commands[args.command](services, args)
+            finally:
+                services.close()
     except ValidationError as exc:
         for field, message in exc.fields.items():
             _err(f"{field.replace('_', '-')}: {message}")
@@ -210,7 +214,7 @@ def _models(args: argparse.Namespace) -> int:
     cmd = args.models_command
     if cmd == "add-folder":
         folder = catalog.add_folder(args.path)
-        count = sum(1 for _ in catalog.files() if _[1] == folder)
+        count = sum(1 for _file, where in catalog.files() if where == folder)
         print(f"Linked {folder} ({count} GGUF files). The files stay where they are.")
         return EXIT_OK
     if cmd == "remove-folder":
@@ -276,27 +280,13 @@ def _db(args: argparse.Namespace) -> int:
 
 # agents -----------------------------------------------------------------------------------------
 def _fields_from(args: argparse.Namespace) -> dict[str, Any]:
-    mapping = {
-        "base_url": "base_url",
-        "model": "model",
-        "system": "system_prompt",
-        "temperature": "temperature",
-        "top_p": "top_p",
-        "max_tokens": "max_tokens",
-        "seed": "seed",
-        "model_file": "model_path",
-        "n_ctx": "n_ctx",
-        "n_gpu_layers": "n_gpu_layers",
-        "threads": "n_threads",
-        "flash_attn": "flash_attn",
-        "kv_type": "kv_type",
-        "kind": "kind",
-    }
-    changes: dict[str, Any] = {}
-    for arg, field in mapping.items():
-        value = getattr(args, arg, None)
-        if value is not None:
-            changes[field] = value
+    """The Agent fields given on the command line (options left out are not changed)."""
+    from dataclasses import fields
+
+    from desktop.store.agents import Agent
+
+    given = {f.name: getattr(args, f.name, None) for f in fields(Agent)}
+    changes = {f: v for f, v in given.items() if v is not None and f not in ("name", "stop")}
     if getattr(args, "stop", None):
         changes["stop"] = tuple(args.stop)
     return changes
@@ -346,38 +336,25 @@ def _agents(services: Any, args: argparse.Namespace) -> int:
         return EXIT_OK
     if cmd == "add":
         fields = _fields_from(args)
-        fields.setdefault("model", "")
-        if args.kind == "local" and not fields["model"] and fields.get("model_path"):
-            from pathlib import Path
-
-            fields["model"] = Path(fields["model_path"]).stem
         if args.kind == "local":
             fields.setdefault("n_ctx", 2048)
-        key = _read_key(args)
-        agent = svc.create(Agent(name=args.name, **fields), api_key=key)
+        agent = svc.create(Agent(name=args.name, **fields), api_key=_read_key(args))
         print(f"Added agent “{agent.name}” ({agent.kind}, {agent.model}).")
         return EXIT_OK
     if cmd == "edit":
+        from desktop.chat.agent_rules import key_left_behind
+
         agent = _agent_or_fail(services, args.name)
         changes = _fields_from(args)
         if args.new_name:
             changes["name"] = args.new_name
         key = _read_key(args)
-        new_host_without_key = False
-        if "base_url" in changes and key is None and not agent.is_local:
-            from urllib.parse import urlsplit
-
-            old = urlsplit(agent.base_url or "").hostname
-            new = urlsplit(changes["base_url"]).hostname
-            new_host_without_key = old != new
         updated = svc.update(agent.with_changes(**changes), api_key=key)
         print(f"Saved agent “{updated.name}”.")
-        if new_host_without_key and not svc.has_key(updated):
-            print(
-                "The base URL now points at another host; the old key is not sent there. "
-                f'Give this endpoint its key with: simi agents edit "{updated.name}" '
-                "--api-key-stdin"
-            )
+        moved = agent.key_ref is not None and updated.key_ref not in (None, agent.key_ref)
+        why = key_left_behind(agent.base_url, updated.base_url) if moved else None
+        if key is None and why and not svc.has_key(updated):
+            print(f'{why}. Give it with: simi agents edit "{updated.name}" --api-key-stdin')
         return EXIT_OK
     if cmd == "clone":
         agent = _agent_or_fail(services, args.name)
@@ -457,6 +434,18 @@ def _ask(services: Any, args: argparse.Namespace) -> int:
 
 
 # stats ------------------------------------------------------------------------------------------
+_STATS_KEYS = (
+    "agent",
+    "calls",
+    "errors",
+    "avg_ttft_ms",
+    "avg_decode_tok_s",
+    "prompt_tokens",
+    "cached_tokens",
+    "output_tokens",
+)
+
+
 def _stats(services: Any, args: argparse.Namespace) -> int:
     rows = services.stats.per_agent(args.agent)
     if args.json:
@@ -466,19 +455,7 @@ def _stats(services: Any, args: argparse.Namespace) -> int:
         print("No calls recorded yet." if not args.agent else f"No calls for “{args.agent}”.")
         return EXIT_OK
     header = ["agent", "calls", "errors", "avg TTFT ms", "avg decode tok/s", "in", "cached", "out"]
-    table = [
-        [
-            str(r["agent"]),
-            str(r["calls"]),
-            str(r["errors"]),
-            _fmt(r["avg_ttft_ms"]),
-            _fmt(r["avg_decode_tok_s"]),
-            str(r["prompt_tokens"]),
-            str(r["cached_tokens"]),
-            str(r["output_tokens"]),
-        ]
-        for r in rows
-    ]
+    table = [[_fmt(r[key]) for key in _STATS_KEYS] for r in rows]
     widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(header)]
     print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
     for row in table:

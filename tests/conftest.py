@@ -73,3 +73,37 @@ def cli_env(simi_home: Path) -> dict[str, str]:
 
 
 PYTHON = sys.executable
+
+
+THROWAWAY_KIND = "throwaway-test-kind"
+
+
+@pytest.fixture
+def throwaway_kind() -> Iterator[tuple[object, list[object]]]:
+    """A provider kind registered for one test (and unregistered after): OpenAI's wire
+    protocol, its own label, colour, default address and hints. Yields the kind and the list
+    of ``ProviderSpec`` its factory was called with."""
+    from desktop.chat.kinds import ProviderKind, ProviderSpec, register, unregister
+    from desktop.llm.openai_compat import OpenAICompatProvider
+
+    built: list[object] = []
+
+    def factory(spec: ProviderSpec) -> OpenAICompatProvider:
+        built.append(spec)
+        return OpenAICompatProvider(spec.base_url, spec.api_key, label=spec.label)
+
+    kind = register(
+        ProviderKind(
+            THROWAWAY_KIND,
+            "Throwaway service",
+            factory,
+            needs_key=True,
+            default_base_url="https://throwaway.example/v1",
+            badge_color="#123456",
+            model_hint="e.g. throwaway-1",
+        )
+    )
+    try:
+        yield kind, built
+    finally:
+        unregister(THROWAWAY_KIND)

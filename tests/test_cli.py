@@ -168,3 +168,48 @@ def test_unwritable_home_is_reported(cli_env, tmp_path) -> None:
     env = dict(cli_env, SIMI_HOME=str(blocker / "home"))
     out = simi(env, "agents", "list")
     assert out.returncode == 1 and "cannot write" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_edit_base_url_carries_the_key_only_within_its_host(cli_env, secret_service_env) -> None:
+    """The agent editor's key rule, in the CLI: a key follows the agent to another path or port
+    on the same host, never to another host nor from https:// to plain http://."""
+    from desktop.chat.services import Services
+    from desktop.settings.paths import AppPaths
+
+    key = "sk-cli-host-bound-4417"
+    out = simi(
+        cli_env,
+        *("agents", "add", "--name", "Keyed", "--kind", "openai-compatible"),
+        *("--base-url", "https://one.example/v1", "--model", "m", "--api-key-stdin"),
+        stdin=key + "\n",
+    )
+    assert out.returncode == 0, out.stderr
+
+    def edit(url: str) -> subprocess.CompletedProcess:
+        done = simi(cli_env, "agents", "edit", "Keyed", "--base-url", url)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    def stored_key() -> str | None:
+        services = Services.open(AppPaths.from_env(cli_env))
+        try:
+            return services.agents.api_key(services.agents.by_name("Keyed"))
+        finally:
+            services.close()
+
+    same_host = edit("https://one.example:8443/other/v1")
+    assert same_host.stdout == "Saved agent “Keyed”.\n"  # nothing about keys
+    assert stored_key() == key
+
+    clear = edit("http://one.example:8443/other/v1")
+    assert "plain http:// to one.example" in clear.stdout and "--api-key-stdin" in clear.stdout
+    assert stored_key() is None
+
+    edit("https://one.example/v1")  # back to the first endpoint, which kept its key
+    assert stored_key() == key
+    other_host = edit("https://two.example/v1")
+    assert "points at two.example" in other_host.stdout
+    assert 'simi agents edit "Keyed" --api-key-stdin' in other_host.stdout
+    assert stored_key() is None
+    shown = json.loads(simi(cli_env, "agents", "show", "Keyed", "--json").stdout)
+    assert shown["has_api_key"] is False and key not in json.dumps(shown)

@@ -1,14 +1,26 @@
-"""Agents as a service: validation with messages a person understands, CRUD, keys."""
+"""Agents as a service: validation with messages a person understands, CRUD, keys.
+
+What a kind allows comes from the provider-kind registry (``desktop.chat.kinds``); where a
+saved key may go and how typed numbers parse, from ``desktop.chat.agent_rules``.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Mapping
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
+from desktop.chat.agent_rules import (
+    LOCAL_FIELDS,
+    REMOTE_FIELDS,
+    default_model_name,
+    key_may_follow,
+    split_url,
+)
+from desktop.chat.kinds import find_kind, get_kind, kind_names, unknown_kind_message
 from desktop.errors import ValidationError
-from desktop.llm.presets import preset
 from desktop.local.starter import (
     STARTER_AGENT_NAME,
     STARTER_MODEL_NAME,
@@ -17,21 +29,32 @@ from desktop.local.starter import (
     starter_model_path,
 )
 from desktop.settings.secrets import SecretStore
-from desktop.store.agents import KV_TYPES, PROVIDER_KINDS, Agent, AgentStore
+from desktop.store.agents import KV_TYPES, Agent, AgentStore
 
-DEFAULT_BASE_URLS = {
-    "openai": preset("openai").base_url,
-    "anthropic": preset("anthropic").base_url,
-    "gemini": preset("gemini").base_url,
-}
-KIND_LABELS = {
-    "local": "Local (llama.cpp)",
-    "openai": "OpenAI",
-    "openai-compatible": "OpenAI-compatible server",
-    "anthropic": "Anthropic",
-    "gemini": "Google Gemini",
-}
-LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
+
+def _defaults(names: tuple[str, ...]) -> dict[str, Any]:
+    """The named fields as a new ``Agent`` has them (what a kind change resets)."""
+    return {f.name: f.default for f in fields(Agent) if f.name in names}
+
+
+class _KindLabels(Mapping[str, str]):
+    """Kind name -> label, read live from the registry."""
+
+    def __getitem__(self, name: str) -> str:
+        kind = find_kind(name)
+        if kind is None:
+            raise KeyError(name)
+        return kind.label
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(kind_names())
+
+    def __len__(self) -> int:
+        return len(kind_names())
+
+
+# Re-export for modules not yet switched to ``desktop.chat.kinds.kind_label``.
+KIND_LABELS: Mapping[str, str] = _KindLabels()
 
 
 def validate(agent: Agent, existing: list[Agent]) -> dict[str, str]:
@@ -45,13 +68,12 @@ def validate(agent: Agent, existing: list[Agent]) -> dict[str, str]:
     elif any(a.name.strip().casefold() == name.casefold() and a.id != agent.id for a in existing):
         errors["name"] = f"An agent called “{name}” already exists; choose another name."
 
-    if agent.kind not in PROVIDER_KINDS:
-        errors["kind"] = f"Unknown provider kind “{agent.kind}”; use one of: " + ", ".join(
-            PROVIDER_KINDS
-        )
+    kind = find_kind(agent.kind)
+    if kind is None:
+        errors["kind"] = unknown_kind_message(agent.kind)
         return errors
 
-    if agent.is_local:
+    if not kind.remote:
         path = resolve_model_path(agent.model_path)
         if not agent.model_path:
             errors["model_path"] = "Choose a GGUF model file for this local agent."
@@ -79,11 +101,11 @@ def validate(agent: Agent, existing: list[Agent]) -> dict[str, str]:
             errors["stall_timeout_s"] = "The stall timeout must be between 1 and 3,600 seconds."
         if agent.ca_bundle and not Path(agent.ca_bundle).expanduser().is_file():
             errors["ca_bundle"] = f"The CA bundle {agent.ca_bundle} does not exist."
-        if agent.kind == "openai-compatible" and not agent.base_url:
-            errors["base_url"] = "Enter the server's base URL, e.g. http://localhost:8080/v1"
+        if not agent.base_url and not kind.default_base_url:
+            errors["base_url"] = f"Enter the server's base URL, e.g. {kind.url_hint}"
         if agent.base_url:
-            parts = urlsplit(agent.base_url)
-            if parts.scheme not in ("http", "https") or not parts.hostname:
+            parts = split_url(agent.base_url)
+            if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
                 errors["base_url"] = (
                     "The base URL must start with http:// or https:// and name a host, "
                     "e.g. https://api.openai.com/v1"
@@ -108,26 +130,25 @@ def validate(agent: Agent, existing: list[Agent]) -> dict[str, str]:
     return errors
 
 
-def is_plain_http_remote(base_url: str | None) -> bool:
-    """True for http:// to a host that is not this machine (keys would travel in clear)."""
-    if not base_url:
-        return False
-    parts = urlsplit(base_url)
-    return parts.scheme == "http" and (parts.hostname or "") not in LOCAL_HOSTS
-
-
 def normalise(agent: Agent) -> Agent:
-    base_url = (agent.base_url or "").strip().rstrip("/") or None
-    if agent.is_local:
-        base_url = None
-    elif base_url is None and agent.kind in DEFAULT_BASE_URLS:
-        base_url = DEFAULT_BASE_URLS[agent.kind]
-    return agent.with_changes(
-        name=agent.name.strip(),
-        model=agent.model.strip(),
-        base_url=base_url,
-        stop=tuple(s for s in agent.stop),
-    )
+    """Trimmed text, the kind's default address, no fields of the other side (local vs
+    remote), and a local agent without a model name named after its file."""
+    kind = find_kind(agent.kind)
+    if kind is None:  # validation says so; nothing to fill in
+        return agent
+    changes: dict[str, Any] = {
+        "name": agent.name.strip(),
+        "model": agent.model.strip(),
+        "stop": tuple(agent.stop),
+    }
+    if kind.remote:
+        base_url = (agent.base_url or "").strip().rstrip("/") or kind.default_base_url
+        changes.update(_defaults(LOCAL_FIELDS), base_url=base_url)
+    else:
+        changes.update(_defaults(REMOTE_FIELDS))
+        if not changes["model"] and agent.model_path:
+            changes["model"] = default_model_name(agent.model_path)
+    return agent.with_changes(**changes)
 
 
 class AgentService:
@@ -154,7 +175,7 @@ class AgentService:
         errors = validate(agent, self._store.list())
         if errors:
             raise ValidationError(errors)
-        if api_key is not None and agent.is_local:
+        if api_key is not None and not get_kind(agent.kind).remote:
             raise ValidationError({"api_key": "Local agents do not use an API key."})
         created = self._store.insert(agent)
         if api_key and created.key_ref is not None:
@@ -166,9 +187,12 @@ class AgentService:
         return created
 
     def update(self, agent: Agent, api_key: str | None = None) -> Agent:
-        """Save changes. A key stays bound to its endpoint's host: moving an agent to another
-        host never sends the old key there (the new endpoint has no key until one is given)."""
+        """Save changes. A key stays bound to its endpoint's host (``agent_rules``): moved to
+        another path, port or kind on the same host, the saved key follows, unless the endpoint
+        it lands on has one of its own; moved to another host (or from https:// to http://),
+        it stays behind and the new endpoint has no key until one is given."""
         assert agent.id is not None
+        before = self._store.get(agent.id)
         agent = normalise(agent)
         errors = validate(agent, self._store.list())
         if errors:
@@ -176,7 +200,20 @@ class AgentService:
         updated = self._store.update(agent)
         if api_key and updated.key_ref is not None:
             self._secrets.set(updated.key_ref, api_key)
+        elif api_key is None and before is not None:
+            self._carry_key(before, updated)
         return updated
+
+    def _carry_key(self, before: Agent, after: Agent) -> None:
+        moved = before.key_ref is not None and after.key_ref not in (None, before.key_ref)
+        if not moved or not key_may_follow(before.base_url, after.base_url):
+            return
+        assert after.key_ref is not None
+        if self.api_key(after):
+            return
+        old_key = self.api_key(before)
+        if old_key:
+            self._secrets.set(after.key_ref, old_key)
 
     def clone(self, agent: Agent, name: str | None = None) -> Agent:
         existing = {a.name.casefold() for a in self._store.list()}

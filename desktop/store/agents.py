@@ -11,7 +11,6 @@ import sqlite_utils
 
 from desktop.store.db import utc_now
 
-PROVIDER_KINDS = ("local", "openai", "openai-compatible", "anthropic", "gemini")
 KV_TYPES = ("f16", "q8_0", "q4_0")
 
 
@@ -20,7 +19,7 @@ class Agent:
     """A complete, bound profile: provider + endpoint + model + prompt + sampling (+ load)."""
 
     name: str
-    kind: str
+    kind: str  # a provider kind's name (desktop.chat.kinds)
     model: str = ""
     base_url: str | None = None
     system_prompt: str = ""
@@ -30,7 +29,7 @@ class Agent:
     seed: int | None = None
     stop: tuple[str, ...] = ()
     # remote endpoint options
-    preset: str | None = None  # desktop.llm.presets id the agent was made from (display only)
+    preset: str | None = None  # the desktop.llm.presets id it was made from (display only)
     stall_timeout_s: float | None = None  # max silence between chunks; None = default (60 s)
     ca_bundle: str | None = None  # PEM file of a private CA; TLS verification stays on
     # local (llama.cpp) load parameters

@@ -9,14 +9,7 @@ from pathlib import Path
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QIcon, QPainter, QPixmap
 
-# Badge colours per provider kind (store.agents.PROVIDER_KINDS).
-KIND_COLORS = {
-    "local": "#12a37f",
-    "openai": "#3b82f6",
-    "openai-compatible": "#7c5cd6",
-    "anthropic": "#d97757",
-    "gemini": "#e0a100",
-}
+from desktop.chat.kinds import badge_color
 
 
 def resources_dir() -> Path:
@@ -47,7 +40,7 @@ def initials(name: str) -> str:
 
 
 def agent_badge(name: str, kind: str, size: int = 28, device_pixel_ratio: float = 1.0) -> QPixmap:
-    """A rounded square in the kind's colour with the agent's initials."""
+    """A rounded square in the kind's colour (``desktop.chat.kinds``) with the initials."""
     scale = max(1.0, device_pixel_ratio)
     pixmap = QPixmap(int(size * scale), int(size * scale))
     pixmap.setDevicePixelRatio(scale)
@@ -55,7 +48,7 @@ def agent_badge(name: str, kind: str, size: int = 28, device_pixel_ratio: float 
     painter = QPainter(pixmap)
     painter.setRenderHint(QPainter.RenderHint.Antialiasing)
     painter.setPen(Qt.PenStyle.NoPen)
-    painter.setBrush(QColor(KIND_COLORS.get(kind, "#6b7280")))
+    painter.setBrush(QColor(badge_color(kind)))
     rect = QRectF(0, 0, size, size)
     painter.drawRoundedRect(rect, size * 0.28, size * 0.28)
     font = QFont()

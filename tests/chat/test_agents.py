@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from desktop.llm.errors import ValidationError
+from desktop.errors import ValidationError
 from desktop.local.starter import STARTER_AGENT_NAME, STARTER_REF
 from desktop.store.agents import Agent
 
@@ -21,6 +21,9 @@ def test_first_open_creates_the_ready_starter_agent(services) -> None:
         ({"name": "smollm2 (LOCAL)"}, "name", "already exists"),
         ({"kind": "openai-compatible", "base_url": "localhost:8080"}, "base_url", "http"),
         ({"kind": "openai-compatible", "base_url": "ftp://x/v1"}, "base_url", "http"),
+        ({"kind": "openai-compatible", "base_url": "http://[::1/v1"}, "base_url", "http"),
+        ({"kind": "openai-compatible"}, "base_url", "localhost:8080"),
+        ({"kind": "no-such-kind"}, "kind", "openai-compatible"),
         ({"temperature": 3.0}, "temperature", "between 0 and 2"),
         ({"top_p": 0.0}, "top_p", "Top-p"),
         ({"model_path": "/nope/missing.gguf"}, "model_path", "does not exist"),
@@ -72,6 +75,51 @@ def test_key_stays_with_its_host(services, secret_service_env) -> None:
     assert svc.api_key(agent) == "sk-host-one-secret"
     moved = svc.update(agent.with_changes(base_url="https://two.example/v1"))
     assert svc.api_key(moved) is None  # the key is not carried to another host
+    assert svc.api_key(agent) == "sk-host-one-secret"  # the old endpoint keeps its own
+
+
+def test_a_key_follows_its_agent_within_the_same_host(services, secret_service_env) -> None:
+    svc = services.agents
+    agent = svc.create(
+        Agent(name="Moving", kind="openai", base_url="https://one.example/v1", model="m"),
+        api_key="sk-follows-the-host",
+    )
+    # Another path and port, and another kind: a new endpoint on the same host.
+    moved = svc.update(
+        agent.with_changes(kind="openai-compatible", base_url="https://one.example:8443/api")
+    )
+    assert moved.key_ref != agent.key_ref
+    assert svc.api_key(moved) == "sk-follows-the-host"
+
+    clear = svc.update(moved.with_changes(base_url="http://one.example:8443/api"))
+    assert svc.api_key(clear) is None  # never from https:// to plain http://
+
+    # The endpoint it lands on has a key of its own: that one stays.
+    other = svc.create(
+        Agent(name="Other", kind="openai", base_url="https://one.example/v2", model="m"),
+        api_key="sk-the-other-endpoints-own",
+    )
+    landed = svc.update(moved.with_changes(kind="openai", base_url="https://one.example/v2"))
+    assert landed.key_ref == other.key_ref
+    assert svc.api_key(landed) == "sk-the-other-endpoints-own"
+
+
+def test_switching_kind_clears_the_other_sides_fields(services) -> None:
+    local = services.agents.by_name(STARTER_AGENT_NAME)
+    remote = services.agents.validate(
+        local.with_changes(kind="openai", model="gpt-4o-mini", name="Switched")
+    )
+    assert remote == {}
+    saved = services.agents.create(
+        local.with_changes(kind="openai", model="gpt-4o-mini", name="Switched")
+    )
+    assert (saved.model_path, saved.n_ctx, saved.n_gpu_layers) == (None, None, None)
+    assert saved.base_url == "https://api.openai.com/v1"
+    back = services.agents.update(
+        saved.with_changes(kind="local", model="", model_path=STARTER_REF)
+    )
+    assert back.base_url is None and back.endpoint_id is None
+    assert back.model == "SmolLM2-135M-Instruct.Q4_1"  # named after its file
 
 
 def test_local_agent_with_custom_file(services, tmp_path: Path) -> None:

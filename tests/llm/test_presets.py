@@ -1,4 +1,5 @@
-"""Presets, the kind -> Provider factory, "Test connection", and the Qt-free rule."""
+"""Presets, "Test connection", and the Qt-free rule (kinds and their factories:
+tests/chat/test_kinds.py)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,9 @@ import sys
 
 import pytest
 
-from desktop.llm.anthropic import AnthropicProvider
 from desktop.llm.connection import ConnectionReport
 from desktop.llm.connection import test_connection as check_connection
-from desktop.llm.errors import ValidationError
-from desktop.llm.gemini import GeminiProvider
-from desktop.llm.openai_compat import OpenAICompatProvider
-from desktop.llm.presets import PRESETS, create_provider, preset, presets_for
+from desktop.llm.presets import PRESETS, preset
 from desktop.llm.provider import Provider
 from tests.helpers.fault_server import FaultServer, error_reply, replay
 from tests.helpers.servers import closed_port
@@ -44,35 +41,9 @@ def test_presets_named_in_the_issue_have_their_usual_addresses() -> None:
     for p in PRESETS:
         assert p.local == p.base_url.startswith("http://localhost")
         assert p.needs_key == p.base_url.startswith("https://")
-    assert {p.name for p in presets_for("openai-compatible")} >= set(expected)
-    assert [p.id for p in presets_for("anthropic")] == ["anthropic"]
-
-
-@pytest.mark.parametrize(
-    ("kind", "cls", "url"),
-    [
-        ("openai", OpenAICompatProvider, None),
-        ("openai-compatible", OpenAICompatProvider, preset("ollama").base_url),
-        ("anthropic", AnthropicProvider, None),
-        ("gemini", GeminiProvider, None),
-    ],
-)
-def test_each_kind_makes_its_provider(kind: str, cls: type, url: str | None) -> None:
-    provider = create_provider(kind, base_url=url, api_key="k", label="x")
-    assert isinstance(provider, cls)
-    asyncio.run(provider.aclose())
-
-
-def test_unusable_settings_are_validation_errors_naming_the_field() -> None:
-    with pytest.raises(ValidationError) as info:
-        create_provider("openai-compatible", base_url="", api_key=None, label="x")
-    assert "base_url" in info.value.fields
-    with pytest.raises(ValidationError) as info:
-        create_provider("openai-compatible", base_url="localhost:1234", api_key=None, label="x")
-    assert "base_url" in info.value.fields
-    with pytest.raises(ValidationError) as info:
-        create_provider("gemini", base_url=None, api_key="k", label="x", ca_bundle="/no/ca.pem")
-    assert "ca_bundle" in info.value.fields
+    assert preset("groq").kind == "openai-compatible"
+    with pytest.raises(KeyError):
+        preset("no-such-preset")
 
 
 def report_for(provider: Provider, label: str = "Endpoint") -> ConnectionReport:

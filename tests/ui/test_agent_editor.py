@@ -179,3 +179,39 @@ def test_remote_agent_key_goes_to_the_real_keyring(
     assert isinstance(saved, Agent)
     assert services.agents.api_key(saved) == "sk-real-keyring-42"
     assert "sk-real" not in str(services.db.execute("SELECT * FROM agents").fetchall())
+
+
+def test_a_registered_kind_is_offered_by_the_editor_and_gets_its_badge_colour(
+    qtbot: Any, services: Any, qloop: Any, throwaway_kind: Any
+) -> None:
+    from PySide6.QtGui import QColor
+
+    from desktop.ui.resources import agent_badge
+    from tests.conftest import THROWAWAY_KIND
+
+    dialog = AgentEditorDialog(services.agents, services.secrets)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    kinds = [dialog.kind.itemData(i) for i in range(dialog.kind.count())]
+    assert kinds == ["local", "openai", "openai-compatible", "anthropic", "gemini", THROWAWAY_KIND]
+    index = dialog.kind.findData(THROWAWAY_KIND)
+    assert dialog.kind.itemText(index) == "Throwaway service"
+
+    dialog.kind.setCurrentIndex(index)
+    assert dialog.local_group.isHidden() and dialog.base_url.isVisible()
+    assert dialog.preset.count() == 0 and dialog.current_preset is None  # no presets declared
+    assert dialog.base_url.placeholderText() == "https://throwaway.example/v1  (default)"
+    assert dialog.model.lineEdit().placeholderText() == "e.g. throwaway-1"
+    assert dialog.api_key.placeholderText().startswith("Paste the key")  # it needs one
+    dialog.name.setText("Throwaway agent")
+    dialog.model.setEditText("throwaway-1")
+    _save(qtbot, dialog)
+    assert dialog.result() == QDialog.DialogCode.Accepted
+    saved = services.agents.by_name("Throwaway agent")
+    assert saved is not None and saved.kind == THROWAWAY_KIND
+    assert saved.base_url == "https://throwaway.example/v1"
+
+    badge = agent_badge("Throwaway agent", THROWAWAY_KIND, size=28).toImage()
+    assert badge.pixelColor(14, 2) == QColor("#123456")  # the top edge, clear of the initials
+    local = agent_badge("Local", "local", size=28).toImage()
+    assert local.pixelColor(14, 2) == QColor("#12a37f")
