@@ -1,0 +1,95 @@
+"""File → Export / Import from the window: real files, the real store; the writing happens
+on a worker thread so a slow disk never stalls the window."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from desktop.store.agents import Agent
+
+
+def _conversation(services: Any) -> int:
+    agent = services.agents.create(
+        Agent(
+            name="Archivist", kind="openai-compatible", base_url="http://127.0.0.1:9/v1", model="m"
+        )
+    )
+    conv = services.conversations.create(agent.id, title="Harbour notes")
+    user = services.conversations.add_message(conv.id, "user", "Where is the lighthouse?")
+    services.conversations.add_message(
+        conv.id, "assistant", "At the end of the pier.", parent_id=user.id, agent_name="Archivist"
+    )
+    return conv.id
+
+
+def test_export_writes_markdown_off_the_gui_thread_and_says_where(
+    qtbot: Any, services: Any, make_window: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    conv_id = _conversation(services)
+    window = make_window(services)
+    window.open_conversation(conv_id)
+    target = tmp_path / "notes.md"
+    asked: list[str] = []
+    window.ask_save_path = lambda _title, suggested, _filters: (
+        asked.append(suggested) or str(target)
+    )
+    writers: list[bool] = []
+    real_write = Path.write_text
+
+    def write_text(self: Path, *args: Any, **kwargs: Any) -> int:
+        writers.append(threading.current_thread() is threading.main_thread())
+        return real_write(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", write_text)
+    task = window.export_conversation("md")
+    assert task is not None
+    qtbot.waitUntil(task.done, timeout=10_000)
+    assert asked == ["Harbour notes.md"]
+    text = target.read_text(encoding="utf-8")
+    assert "Where is the lighthouse?" in text and "At the end of the pier." in text
+    assert writers == [False]  # written on a worker thread
+    assert window.status_label.text() == f"Exported “Harbour notes” to {target}"
+
+
+def test_export_to_a_place_that_cannot_be_written_says_so_and_loses_nothing(
+    qtbot: Any, services: Any, make_window: Any, tmp_path: Path
+) -> None:
+    conv_id = _conversation(services)
+    window = make_window(services)
+    window.open_conversation(conv_id)
+    window.ask_save_path = lambda *_args: str(tmp_path)  # a folder, not a file
+    task = window.export_conversation("json")
+    qtbot.waitUntil(task.done, timeout=10_000)
+    assert window.status_label.text().startswith(f"Could not write {tmp_path}")
+    assert len(services.conversations.messages(conv_id)) == 2
+    assert window.pane.conversation_id == conv_id
+
+
+def test_import_opens_the_conversation_and_garbage_gets_a_clear_error(
+    qtbot: Any, services: Any, make_window: Any, tmp_path: Path
+) -> None:
+    conv_id = _conversation(services)
+    window = make_window(services)
+    window.open_conversation(conv_id)
+    exported = tmp_path / "harbour.json"
+    window.ask_save_path = lambda *_args: str(exported)
+    qtbot.waitUntil(window.export_conversation("json").done, timeout=10_000)
+    assert json.loads(exported.read_text(encoding="utf-8"))
+
+    window.ask_open_path = lambda *_args: str(exported)
+    qtbot.waitUntil(window.import_conversation().done, timeout=10_000)
+    assert window.conversation_id not in (None, conv_id)
+    assert window.status_label.text() == "Imported harbour.json"
+    texts = [m.content for m in services.conversations.messages(window.conversation_id)]
+    assert texts == ["Where is the lighthouse?", "At the end of the pier."]
+
+    garbage = tmp_path / "garbage.json"
+    garbage.write_text("{ not json", encoding="utf-8")
+    shown = window.conversation_id
+    window.ask_open_path = lambda *_args: str(garbage)
+    qtbot.waitUntil(window.import_conversation().done, timeout=10_000)
+    assert window.status_label.text().startswith("Could not import:")
+    assert window.conversation_id == shown
