@@ -4,7 +4,7 @@ simi                       open the window
 simi ask [--agent NAME] [--json] PROMPT
 simi agents list|show|add|edit|clone|remove
 simi stats [--agent NAME] [--json]
-simi models list|gpu [--json] | add-folder PATH | remove-folder PATH
+simi models list|gpu [--json] | add-folder PATH | remove-folder PATH   (desktop.cli_models)
 simi export CONVERSATION [--format md|json] [-o FILE]
 simi import FILE
 simi db move-aside
@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from desktop import APP_NAME, __version__
+from desktop import APP_NAME, __version__, cli_models
 from desktop.chat.agent_rules import number_field, parse_number
 from desktop.errors import UserError, ValidationError
 from desktop.llm.events import TextDelta
@@ -128,12 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     imp = sub.add_parser("import", help="add a conversation from a JSON export")
     imp.add_argument("file", help="a file written by `simi export --format json` ('-': stdin)")
 
-    models = sub.add_parser("models", help="the local model library (GGUF files)")
-    msub = models.add_subparsers(dest="models_command", required=True)
-    _command(msub, "list", "list GGUF files with what their headers say", json_flag=True)
-    _command(msub, "add-folder", "link a folder of .gguf files (never copied)", "path")
-    _command(msub, "remove-folder", "unlink a folder (its files are kept)", "path")
-    _command(msub, "gpu", "what the installed llama.cpp build supports", json_flag=True)
+    cli_models.add_parser(sub)
 
     db = sub.add_parser("db", help="database maintenance")
     dsub = db.add_subparsers(dest="db_command", required=True)
@@ -172,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "db":
             return _db(args)
         if args.command == "models":
-            return _models(args)
+            return cli_models.run(args)
         from desktop.chat.services import Services
         from desktop.settings.paths import AppPaths
 
@@ -198,67 +193,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     parser.print_help()
     return EXIT_USAGE
-
-
-# models -----------------------------------------------------------------------------------------
-def _models(args: argparse.Namespace) -> int:
-    """The model library needs no database: paths and preferences only."""
-    from desktop.local.catalog import ModelCatalog
-    from desktop.local.gpu import detect
-    from desktop.local.memory import format_bytes
-    from desktop.settings.paths import AppPaths
-    from desktop.settings.prefs import Preferences
-
-    paths = AppPaths.from_env()
-    catalog = ModelCatalog(paths, Preferences(paths.settings_path))
-    cmd = args.models_command
-    if cmd == "add-folder":
-        folder = catalog.add_folder(args.path)
-        count = sum(1 for _file, where in catalog.files() if where == folder)
-        print(f"Linked {folder} ({count} GGUF files). The files stay where they are.")
-        return EXIT_OK
-    if cmd == "remove-folder":
-        folder = catalog.remove_folder(args.path)
-        print(f"Unlinked {folder}. Its files were not touched.")
-        return EXIT_OK
-    support = detect()
-    if cmd == "gpu":
-        if args.json:
-            print(json.dumps(support.to_public_dict(), indent=2))
-        else:
-            print(support.summary)
-        return EXIT_OK
-    entries = catalog.entries()
-    if args.json:
-        data = {
-            "folders": [str(f) for f in catalog.folders()],
-            "gpu": support.to_public_dict(),
-            "models": [e.to_public_dict() for e in entries],
-        }
-        print(json.dumps(data, indent=2))
-        return EXIT_OK
-    print(support.summary)
-    print("Folders: " + ", ".join(str(f) for f in catalog.folders()))
-    for e in entries:
-        if e.info is None:
-            print(f"{e.path}\tERROR: {e.error}")
-            continue
-        i = e.info
-        print(
-            "\t".join(
-                [
-                    e.path,
-                    i.architecture,
-                    i.parameters_label,
-                    i.quantization or "?",
-                    format_bytes(i.file_size),
-                    f"ctx {i.context_length or '?'}",
-                    f"{i.block_count} layers",
-                    "template" if i.chat_template_present else "no chat template: ChatML",
-                ]
-            )
-        )
-    return EXIT_OK
 
 
 # db ---------------------------------------------------------------------------------------------
