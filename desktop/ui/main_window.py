@@ -39,6 +39,7 @@ from desktop.ui.agent_sidebar import AgentSidebar
 from desktop.ui.conversation_browser import ConversationBrowser
 from desktop.ui.conversation_pane import ConversationPane
 from desktop.ui.models_page import ModelsPage
+from desktop.ui.pane_stack import PaneStack
 from desktop.ui.resources import app_icon
 from desktop.ui.settings_dialog import SettingsDialog, footer_mode
 from desktop.ui.shortcuts import COMPOSER_ONLY, SHORTCUTS, ShortcutsSheet, sequences
@@ -50,9 +51,6 @@ log = logging.getLogger("simi.ui")
 PREF_GEOMETRY = "ui.window_geometry"
 PREF_SPLITTER = "ui.splitter_state"
 PREF_SIDEBAR = "ui.sidebar_splitter_state"
-# Idle panes kept alive besides the shown one and those streaming; older ones are closed and
-# their unsent drafts kept in memory until the conversation opens again.
-MAX_IDLE_PANES = 8
 
 
 def _encode(data: QByteArray) -> str:
@@ -83,9 +81,6 @@ class MainWindow(QMainWindow):
         self._closing = False
         self._pages: dict[str, QWidget] = {}
         self._page_buttons: dict[str, QToolButton] = {}
-        self._panes: dict[int, ConversationPane] = {}  # by conversation id, oldest use first
-        self._new_pane: ConversationPane | None = None  # a new chat, stored on its first message
-        self._drafts: dict[int, str] = {}  # unsent text of conversations whose pane was closed
         self._footer_mode = footer_mode(services.prefs)
 
         self.setWindowTitle("SIMI Multi")
@@ -95,12 +90,12 @@ class MainWindow(QMainWindow):
         self.agents = AgentSidebar(
             services,
             confirm=lambda title, text: self.confirm(title, text),
-            is_answering=self._agent_answering,
+            is_answering=lambda agent_id: self.pane_stack.agent_answering(agent_id),
         )
         self.browser = ConversationBrowser(
             services,
             ask_text=lambda *args: self.ask_text(*args),
-            is_streaming=lambda conv_id: self._pane_busy(self._panes.get(conv_id)),
+            is_streaming=lambda conv_id: self.pane_stack.is_streaming(conv_id),
         )
         self.transfer = ConversationTransfer(
             services,
@@ -109,6 +104,10 @@ class MainWindow(QMainWindow):
             say=self._say,
             opened=self.open_conversation,
         )
+        self.status_label = QLabel()
+        self.status_label.setObjectName("StatusLine")
+        self.statusBar().addWidget(self.status_label, 1)
+        self.statusBar().setSizeGripEnabled(False)
         self.pages = QStackedWidget()
         self.pages.setObjectName("Pages")
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -123,17 +122,12 @@ class MainWindow(QMainWindow):
         self.models_page = ModelsPage(services)
         self.add_page("models", self.models_page, "Models")
 
-        self.status_label = QLabel()
-        self.status_label.setObjectName("StatusLine")
-        self.statusBar().addWidget(self.status_label, 1)
-        self.statusBar().setSizeGripEnabled(False)
-
         emit_state = self.model_state_changed.emit
         self._state_listener = lambda state, detail: emit_state(state, detail)
         services.local.add_listener(self._state_listener)
         self.model_state_changed.connect(self._on_model_state)
         self.agents.agent_activated.connect(self._agent_chosen)
-        self.agents.agents_changed.connect(self._agents_changed)
+        self.agents.agents_changed.connect(self.reload_agents)
         self.agents.status.connect(self._say)
         self.browser.open_requested.connect(self.open_conversation)
         self.browser.deleted.connect(self._conversation_deleted)
@@ -209,7 +203,7 @@ class MainWindow(QMainWindow):
         conv_menu = bar.addMenu("&Conversation")
         for name in ("focus_search", "copy_last_reply", "regenerate_last", "stop"):
             conv_menu.addAction(self._actions[name])
-        conv_menu.addAction("Switch agent…", self._switch_agent_menu)
+        conv_menu.addAction("Switch agent…", lambda: self.pane.agent_button.showMenu())
         conv_menu.addAction(self._actions["rename_current"])
         help_menu = bar.addMenu("&Help")
         help_menu.addAction(self._actions["show_shortcuts"])
@@ -263,8 +257,10 @@ class MainWindow(QMainWindow):
         if not self.services.secrets.available:
             self.info_bar = InfoBar(self.services.secrets.unavailable_message())
             layout.addWidget(self.info_bar)
-        self.pane_stack = QStackedWidget()
-        self.pane_stack.setObjectName("PaneStack")
+        self.pane_stack = PaneStack(self._make_pane)
+        self.pane_stack.shown_status.connect(self.status_label.setText)
+        self.pane_stack.shown_agent.connect(self.agents.highlight)
+        self.pane_stack.listing_changed.connect(self._reload_list)
         layout.addWidget(self.pane_stack, 1)
         return page
 
@@ -272,27 +268,22 @@ class MainWindow(QMainWindow):
     @property
     def pane(self) -> ConversationPane:
         """The conversation shown on the chat page."""
-        current = self.pane_stack.currentWidget()
-        assert isinstance(current, ConversationPane)
-        return current
-
-    def _shown(self) -> ConversationPane | None:
-        current = self.pane_stack.currentWidget()
-        return current if isinstance(current, ConversationPane) else None
+        shown = self.pane_stack.shown
+        assert shown is not None
+        return shown
 
     @property
     def panes(self) -> list[ConversationPane]:
-        panes = list(self._panes.values())
-        return panes + ([self._new_pane] if self._new_pane is not None else [])
+        return self.pane_stack.panes
 
     @property
     def current_agent(self) -> Agent | None:
-        shown = self._shown()
+        shown = self.pane_stack.shown
         return shown.agent if shown is not None else None
 
     @property
     def conversation_id(self) -> int | None:
-        shown = self._shown()
+        shown = self.pane_stack.shown
         return shown.conversation_id if shown is not None else None
 
     @property
@@ -300,18 +291,8 @@ class MainWindow(QMainWindow):
         """Some conversation has a reply streaming."""
         return any(p.busy for p in self.panes)
 
-    @staticmethod
-    def _pane_busy(pane: ConversationPane | None) -> bool:
-        return pane is not None and pane.busy
-
-    def _agent_answering(self, agent_id: int) -> bool:
-        return any(
-            p.busy and p.presenter.turn is not None and p.presenter.turn.agent.id == agent_id
-            for p in self.panes
-        )
-
     def _make_pane(self, agent: Agent | None, conversation_id: int | None) -> ConversationPane:
-        pane = ConversationPane(
+        return ConversationPane(
             self.services,
             agent,
             conversation_id,
@@ -319,101 +300,36 @@ class MainWindow(QMainWindow):
             confirm=lambda title, text: self.confirm(title, text),
             footer_mode=self._footer_mode,
         )
-        presenter = pane.presenter
-        presenter.status_changed.connect(lambda text, p=pane: self._pane_status(p, text))
-        presenter.agent_changed.connect(lambda agent, p=pane: self._pane_agent(p, agent))
-        presenter.listing_changed.connect(self._reload_list)
-        presenter.conversation_changed.connect(
-            lambda conv_id, p=pane: self._pane_stored(p, conv_id)
-        )
-        self.pane_stack.addWidget(pane)
-        if conversation_id is not None and conversation_id in self._drafts:
-            pane.composer.setPlainText(self._drafts.pop(conversation_id))
-        return pane
 
-    def _show_pane(self, pane: ConversationPane) -> None:
-        self.pane_stack.setCurrentWidget(pane)
-        if pane.size() != self.pane_stack.size():  # a new pane: lay it out now, not later
-            pane.resize(self.pane_stack.size())
-            pane.layout().activate()
-        conv_id = pane.conversation_id
-        if conv_id is not None:  # most recently used last
-            self._panes.pop(conv_id, None)
-            self._panes[conv_id] = pane
+    def _shown_pane_changed(self) -> None:
+        pane = self.pane_stack.shown
+        if pane is None or self._closing:
+            return
         self.agents.highlight(pane.agent)
-        self.browser.reload(current=conv_id)
+        self.browser.reload(current=pane.conversation_id)
         self.status_label.setText(pane.status)
-        self._close_idle_panes()
         self.show_page("chat")
-        pane.composer.setFocus()
-
-    def _close_idle_panes(self) -> None:
-        shown = self.pane_stack.currentWidget()
-        idle = [p for p in self._panes.values() if p is not shown and not p.busy]
-        for pane in idle[: max(0, len(idle) - MAX_IDLE_PANES)]:
-            self._close_pane(pane)
-
-    def _close_pane(self, pane: ConversationPane) -> None:
-        conv_id = pane.conversation_id
-        if conv_id is not None:
-            self._panes.pop(conv_id, None)
-            if pane.draft.strip():
-                self._drafts[conv_id] = pane.draft
-        if pane is self._new_pane:
-            self._new_pane = None
-        self.pane_stack.removeWidget(pane)
-        pane.deleteLater()
-
-    def _pane_status(self, pane: ConversationPane, text: str) -> None:
-        if pane is self.pane_stack.currentWidget():
-            self.status_label.setText(text)
-
-    def _pane_agent(self, pane: ConversationPane, agent: Agent | None) -> None:
-        if pane is self.pane_stack.currentWidget():
-            self.agents.highlight(agent)
 
     def _reload_list(self) -> None:
         if not self._closing:
             self.browser.reload(current=self.conversation_id)
 
-    def _pane_stored(self, pane: ConversationPane, conversation_id: int) -> None:
-        """A new chat's first message stored it: it is now that conversation's pane."""
-        if pane is self._new_pane:
-            self._new_pane = None
-        self._panes[conversation_id] = pane
-
     def new_chat(self, agent: Agent | None = None) -> None:
         """An empty conversation (stored on its first message) with ``agent``, or with the
         agent of the conversation shown, or the first agent."""
-        shown = self._shown()
-        if agent is None and shown is not None:
-            agent = shown.agent
-        if agent is None and self.agents.agents:
-            agent = self.agents.agents[0]
-        pane = self._new_pane
-        if pane is None:
-            pane = self._new_pane = self._make_pane(agent, None)
-        elif agent is not None and pane.agent != agent and not pane.busy:
-            pane.set_agent(agent)
-        self._show_pane(pane)
+        agent = agent or self.current_agent or next(iter(self.agents.agents), None)
+        self.pane_stack.new_chat(agent)
+        self._shown_pane_changed()
 
     def open_conversation(self, conversation_id: int, focus_id: int | None = None) -> None:
         """Show a conversation in its own pane (a streaming one keeps streaming)."""
         conv = self.services.conversations.get(conversation_id)
         if conv is None or conv.deleted_at is not None:
-            self.browser.reload(current=self.conversation_id)
+            self._reload_list()
             return
-        pane = self._panes.get(conversation_id)
-        if pane is None:
-            agent = self.agents.by_id(conv.agent_id) or self._last_agent_of(conversation_id)
-            pane = self._make_pane(agent, conversation_id)
-            self._panes[conversation_id] = pane
-            self._show_pane(pane)
-            pane.show_path(focus_id)  # once it has its size: paging reads the view's height
-            return
-        if focus_id is not None and not pane.busy:
-            pane.show_path(focus_id)
-        self._show_pane(pane)
+        agent = self.agents.by_id(conv.agent_id) or self._last_agent_of(conversation_id)
+        self.pane_stack.open(conversation_id, agent, focus_id)
+        self._shown_pane_changed()
 
     def _last_agent_of(self, conversation_id: int) -> Agent | None:
         """The agent of the newest reply still around (the conversation's own was deleted)."""
@@ -424,13 +340,12 @@ class MainWindow(QMainWindow):
         return None
 
     def _conversation_deleted(self, conversation_id: int) -> None:
-        pane = self._panes.get(conversation_id)
-        self._drafts.pop(conversation_id, None)
+        pane = self.pane_stack.forget(conversation_id)
         if pane is None:
             return
-        if pane is self.pane_stack.currentWidget():
+        if pane is self.pane_stack.shown:
             self.new_chat()
-        self._close_pane(pane)
+        self.pane_stack.close_pane(pane)
 
     # agents ----------------------------------------------------------------------------------
     def reload_agents(self) -> None:
@@ -438,15 +353,13 @@ class MainWindow(QMainWindow):
         by_id = {a.id: a for a in agents if a.id is not None}
         for pane in self.panes:
             pane.presenter.refresh_agent(by_id)
-        if self._new_pane is not None and self._new_pane.agent is None and agents:
-            self._new_pane.set_agent(agents[0])
+        new = self.pane_stack.new_pane
+        if new is not None and new.agent is None and agents:
+            new.set_agent(agents[0])
         self.browser.reload(agents, current=self.conversation_id)
-        shown = self._shown()
+        shown = self.pane_stack.shown
         if shown is not None:
             self.agents.highlight(shown.agent)
-
-    def _agents_changed(self) -> None:
-        self.reload_agents()
 
     def select_agent(self, agent_id: int) -> None:
         """Choose an agent as in the sidebar."""
@@ -455,20 +368,9 @@ class MainWindow(QMainWindow):
     def _agent_chosen(self, agent_id: int) -> None:
         """Open (or start) a conversation with the agent; never re-target the one shown."""
         agent = self.agents.by_id(agent_id)
-        shown = self._shown()
-        if agent is None or shown is None:
+        if agent is None or (agent == self.current_agent and self.current_page == "chat"):
             return
-        if shown.agent == agent and self.current_page == "chat":
-            return
-        if shown is self._new_pane and shown.conversation_id is None and not shown.busy:
-            shown.set_agent(agent)  # a chat not started yet: this is the agent it starts with
-            self._show_pane(shown)
-        else:
-            self.new_chat(agent)
-
-    def _switch_agent_menu(self) -> None:
-        button = self.pane.agent_button
-        button.showMenu()
+        self.new_chat(agent)  # the new chat, if one is open and unsent, now starts with it
 
     def model_state_of(self, agent: Agent) -> str | None:
         return agent_status.model_state(self.services.local, agent)
@@ -477,7 +379,7 @@ class MainWindow(QMainWindow):
         self.agents.refresh_states()
         for pane in self.panes:
             pane.refresh_header()
-        shown = self._shown()
+        shown = self.pane_stack.shown
         if not self._closing and shown is not None:
             self.status_label.setText(shown.status)
 

@@ -170,9 +170,9 @@ def test_each_conversation_keeps_its_own_unsent_draft(
 def test_a_draft_survives_its_pane_being_closed_to_save_memory(
     qtbot: Any, services: Any, make_window: Any, tickers: tuple[Agent, Agent], monkeypatch: Any
 ) -> None:
-    from desktop.ui import main_window
+    from desktop.ui import pane_stack
 
-    monkeypatch.setattr(main_window, "MAX_IDLE_PANES", 1)
+    monkeypatch.setattr(pane_stack, "MAX_IDLE_PANES", 1)
     a, _b = tickers
     convs = [services.conversations.create(a.id) for _ in range(4)]
     window = make_window(services)
