@@ -65,9 +65,10 @@ def chatml_prompt(messages: list[dict[str, str]]) -> str:
 class LocalEngine:
     """Keeps at most one llama.cpp model loaded and generates from it, synchronously.
 
-    ``generate`` is a blocking generator meant to run on the engine's thread; ``lock`` makes
-    sure only one call touches llama.cpp at a time. ``loader`` builds the model
-    (``llama_cpp.Llama`` unless a test injects a failing one).
+    ``generate`` is a blocking generator (the worker process runs it; tests and the decode
+    benchmark run it in their own process); ``lock`` makes sure only one call touches
+    llama.cpp at a time. ``loader`` builds the model (``llama_cpp.Llama`` unless a test
+    injects a failing one).
     """
 
     def __init__(self, loader: Loader | None = None) -> None:
