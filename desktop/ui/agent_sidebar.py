@@ -9,14 +9,12 @@ from collections.abc import Callable
 from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import (
-    QHBoxLayout,
     QLabel,
     QListWidget,
     QListWidgetItem,
     QMenu,
     QMessageBox,
     QToolButton,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -26,7 +24,7 @@ from desktop.store.agents import Agent
 from desktop.ui.agent_editor import AgentEditorDialog, attach_memory_estimate
 from desktop.ui.memory_estimate import MemoryEstimateView
 from desktop.ui.resources import agent_badge
-from desktop.ui.widgets import ID_ROLE, SUBTITLE_ROLE, TwoLineDelegate
+from desktop.ui.widgets import ID_ROLE, SUBTITLE_ROLE, TwoLineDelegate, hbox, vbox
 
 BADGE_PX = 30
 
@@ -57,18 +55,12 @@ class AgentSidebar(QWidget):
         self._agents: list[Agent] = []
         self._highlighted: Agent | None = None
 
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 4, 0, 4)
-        layout.setSpacing(4)
-        header = QHBoxLayout()
-        header.setContentsMargins(8, 0, 0, 0)
-        header.setSpacing(2)
+        layout = vbox(self, (0, 4, 0, 4), 4)
+        header = hbox(margins=(8, 0, 0, 0), spacing=2)
         label = QLabel("AGENTS")
         label.setObjectName("SectionLabel")
         header.addWidget(label, 1)
-        tools = QHBoxLayout()
-        tools.setContentsMargins(4, 0, 0, 0)
-        tools.setSpacing(2)
+        tools = hbox(margins=(4, 0, 0, 0), spacing=2)
         self.agent_buttons: dict[str, QToolButton] = {}
         for key, text, tip, slot in (
             ("new", "+ New", "Create an agent", self.new_agent),
@@ -191,17 +183,17 @@ class AgentSidebar(QWidget):
         return dialog
 
     def new_agent(self) -> None:
-        dialog = self.editor(None)
-        if dialog.exec() and dialog.saved_agent is not None:
-            self._saved(dialog.saved_agent, chosen=True)
-        dialog.deleteLater()
+        self._edit(None)
 
     def edit_agent(self) -> None:
-        if self._highlighted is None:
-            return
-        dialog = self.editor(self._highlighted)
+        if self._highlighted is not None:
+            self._edit(self._highlighted)
+
+    def _edit(self, agent: Agent | None) -> None:
+        """The editor for ``agent`` (None: a new one, which is then chosen)."""
+        dialog = self.editor(agent)
         if dialog.exec() and dialog.saved_agent is not None:
-            self._saved(dialog.saved_agent, chosen=False)
+            self._saved(dialog.saved_agent, chosen=agent is None)
         dialog.deleteLater()
 
     def clone_agent(self) -> None:

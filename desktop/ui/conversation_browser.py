@@ -14,7 +14,6 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QMenu,
     QPushButton,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -27,7 +26,7 @@ from desktop.ui.conversation_list import (
     SearchResults,
 )
 from desktop.ui.resources import icon as resource_icon
-from desktop.ui.widgets import ID_ROLE, InfoBar
+from desktop.ui.widgets import ID_ROLE, InfoBar, vbox
 
 UNDO_DELETE_MS = 10_000  # how long "Undo" is offered after deleting a conversation
 SEARCH_DEBOUNCE_MS = 150
@@ -63,9 +62,7 @@ class ConversationBrowser(QWidget):
         self._current: int | None = None
         self._pending_delete: int | None = None
 
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 8, 0, 0)
-        layout.setSpacing(4)
+        layout = vbox(self, (0, 8, 0, 0), 4)
         header = QHBoxLayout()
         header.setContentsMargins(8, 0, 0, 4)
         label = QLabel("CONVERSATIONS")

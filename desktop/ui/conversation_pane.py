@@ -17,7 +17,6 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import (
     QFrame,
-    QHBoxLayout,
     QLabel,
     QMenu,
     QPushButton,
@@ -36,7 +35,7 @@ from desktop.ui.async_door import run_blocking, start
 from desktop.ui.presenter import ConversationPresenter, final_message
 from desktop.ui.resources import agent_badge
 from desktop.ui.transcript import Transcript
-from desktop.ui.widgets import ComposerEdit, FocusFrame, InfoBar
+from desktop.ui.widgets import ComposerEdit, FocusFrame, InfoBar, hbox, vbox
 
 log = logging.getLogger("simi.ui.pane")
 
@@ -65,9 +64,7 @@ class ConversationPane(QWidget):
         self._agents = agents  # the agents "Switch agent" and "Regenerate with…" offer
         self._confirm = confirm or (lambda _title, _text: True)
 
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(0)
+        layout = vbox(self)
         layout.addWidget(self._build_header())
         self.transcript = Transcript()
         self.transcript.set_footer_mode(footer_mode)
@@ -94,9 +91,7 @@ class ConversationPane(QWidget):
     def _build_header(self) -> QWidget:
         header = QFrame()
         header.setObjectName("ChatHeader")
-        row = QHBoxLayout(header)
-        row.setContentsMargins(24, 12, 24, 12)
-        row.setSpacing(12)
+        row = hbox(header, (24, 12, 24, 12), 12)
         self.header_badge = QLabel()
         row.addWidget(self.header_badge)
         titles = QVBoxLayout()
@@ -124,9 +119,7 @@ class ConversationPane(QWidget):
 
     def _build_composer(self) -> QWidget:
         area = QWidget()
-        column = QVBoxLayout(area)
-        column.setContentsMargins(24, 8, 24, 12)
-        column.setSpacing(6)
+        column = vbox(area, (24, 8, 24, 12), 6)
         self.edit_banner = InfoBar(
             "Editing your message: Enter sends it as a new branch "
             "(the earlier one stays). Esc cancels."
@@ -136,9 +129,7 @@ class ConversationPane(QWidget):
         self.edit_banner.hide()
         column.addWidget(self.edit_banner)
         self.composer_frame = FocusFrame("Composer")
-        row = QHBoxLayout(self.composer_frame)
-        row.setContentsMargins(10, 8, 8, 8)
-        row.setSpacing(8)
+        row = hbox(self.composer_frame, (10, 8, 8, 8), 8)
         self.composer = ComposerEdit()
         self.composer.submitted.connect(self.send)
         self.composer.textChanged.connect(self._update_send_enabled)
@@ -171,17 +162,8 @@ class ConversationPane(QWidget):
         return self.presenter.busy
 
     @property
-    def status(self) -> str:
-        return self.presenter.status
-
-    @property
     def draft(self) -> str:
         return self.composer.toPlainText()
-
-    @property
-    def is_blank(self) -> bool:
-        """A new chat with nothing sent and nothing typed."""
-        return self.conversation_id is None and not self.draft.strip() and not self.busy
 
     def set_agent(self, agent: Agent | None) -> None:
         self.presenter.set_agent(agent)

@@ -28,7 +28,6 @@ from PySide6.QtWidgets import (
     QSplitter,
     QStackedWidget,
     QToolButton,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -44,7 +43,7 @@ from desktop.ui.resources import app_icon
 from desktop.ui.settings_dialog import SettingsDialog, footer_mode
 from desktop.ui.shortcuts import COMPOSER_ONLY, SHORTCUTS, ShortcutsSheet, sequences
 from desktop.ui.transfer import ConversationTransfer
-from desktop.ui.widgets import InfoBar
+from desktop.ui.widgets import InfoBar, hbox, vbox
 
 log = logging.getLogger("simi.ui")
 
@@ -212,9 +211,7 @@ class MainWindow(QMainWindow):
         sidebar = QWidget()
         sidebar.setObjectName("Sidebar")
         sidebar.setMinimumWidth(220)
-        layout = QVBoxLayout(sidebar)
-        layout.setContentsMargins(8, 12, 8, 8)
-        layout.setSpacing(8)
+        layout = vbox(sidebar, (8, 12, 8, 8), 8)
         title_row = QHBoxLayout()
         title_row.setContentsMargins(8, 0, 8, 0)
         icon = QLabel()
@@ -240,9 +237,7 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.sidebar_splitter, 1)
         self.page_bar = QWidget()
         self.page_bar.setObjectName("PageBar")
-        self.page_bar_layout = QHBoxLayout(self.page_bar)
-        self.page_bar_layout.setContentsMargins(4, 4, 4, 0)
-        self.page_bar_layout.setSpacing(4)
+        self.page_bar_layout = hbox(self.page_bar, (4, 4, 4, 0), 4)
         self.page_bar_layout.addStretch(1)
         self.page_bar.hide()
         layout.addWidget(self.page_bar)
@@ -250,9 +245,7 @@ class MainWindow(QMainWindow):
 
     def _build_chat_page(self) -> QWidget:
         page = QWidget()
-        layout = QVBoxLayout(page)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(0)
+        layout = vbox(page)
         self.info_bar: InfoBar | None = None
         if not self.services.secrets.available:
             self.info_bar = InfoBar(self.services.secrets.unavailable_message())
@@ -307,7 +300,7 @@ class MainWindow(QMainWindow):
             return
         self.agents.highlight(pane.agent)
         self.browser.reload(current=pane.conversation_id)
-        self.status_label.setText(pane.status)
+        self.status_label.setText(pane.presenter.status)
         self.show_page("chat")
 
     def _reload_list(self) -> None:
@@ -381,7 +374,7 @@ class MainWindow(QMainWindow):
             pane.refresh_header()
         shown = self.pane_stack.shown
         if not self._closing and shown is not None:
-            self.status_label.setText(shown.status)
+            self.status_label.setText(shown.presenter.status)
 
     # window actions (menus and shortcuts) ----------------------------------------------------
     def _say(self, text: str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -18,7 +19,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from desktop.chat.agent_status import idle_status
 from desktop.chat.services import Services
 from desktop.chat.session import Turn
-from desktop.llm.errors import UserError
+from desktop.errors import UserError
 from desktop.llm.events import ReasoningDelta, StreamEvent, TextDelta
 from desktop.store.agents import Agent
 from desktop.store.conversations import Message
@@ -73,9 +74,11 @@ class ConversationPresenter(QObject):
         self._agent = agent
         self._conversation_id = conversation_id
         self._task: asyncio.Task[None] | None = None
-        self._turn: Turn | None = None
-        self._editing: int | None = None
-        self._status = ""
+        # Read by the view, written only here: the turn streaming now (None when idle), the
+        # user message being edited in the composer (sending makes a branch), the status line.
+        self.turn: Turn | None = None
+        self.editing: int | None = None
+        self.status = ""
         self._text: list[str] = []
         self._text_flushed = 0
         self._thoughts: list[str] = []
@@ -100,20 +103,6 @@ class ConversationPresenter(QObject):
         return self._task is not None
 
     @property
-    def turn(self) -> Turn | None:
-        """The turn streaming now (None when idle)."""
-        return self._turn
-
-    @property
-    def editing(self) -> int | None:
-        """The user message being edited in the composer (sending makes a branch)."""
-        return self._editing
-
-    @property
-    def status(self) -> str:
-        return self._status
-
-    @property
     def streamed_text(self) -> str:
         """The reply text so far (the stored prefix of a "Continue" included)."""
         return "".join(self._text)
@@ -123,7 +112,7 @@ class ConversationPresenter(QObject):
         self._set_status(text)
 
     def _set_status(self, text: str) -> None:
-        self._status = text
+        self.status = text
         self.status_changed.emit(text)
 
     def show_idle_status(self) -> None:
@@ -164,7 +153,7 @@ class ConversationPresenter(QObject):
         agent = self._agent
         if self.busy or agent is None or not text.strip():
             return False
-        editing = self._editing
+        editing = self.editing
         try:
             if self._conversation_id is None:
                 conv = self.services.conversations.create(agent.id)
@@ -179,7 +168,7 @@ class ConversationPresenter(QObject):
             log.exception("could not start a turn")
             self._set_status("Could not store the message; see the log for details.")
             return False
-        self._editing = None
+        self.editing = None
         self._start(turn)
         self.listing_changed.emit()
         return True
@@ -189,46 +178,51 @@ class ConversationPresenter(QObject):
     ) -> None:
         """Replace a failed reply with a new attempt by the agent that wrote it (or ``agent``),
         optionally leaving the oldest turns out of the request."""
-        agent = agent or self.agent_for(message_id)
-        if self.busy or self._conversation_id is None or agent is None:
-            return
-        try:
-            turn = self.services.chat.begin_retry(
-                self._conversation_id, agent, message_id, drop_oldest_turns=drop_oldest_turns
-            )
-        except Exception:
-            log.exception("could not retry message %s", message_id)
-            self._set_status("Could not retry this message.")
-            return
-        self.message_removed.emit(message_id)
-        self._start(turn)
+        chat = self.services.chat
+        if self._begin(
+            "Could not retry this message.",
+            agent or self.agent_for(message_id),
+            lambda conv, a: chat.begin_retry(
+                conv, a, message_id, drop_oldest_turns=drop_oldest_turns
+            ),
+        ):
+            self.message_removed.emit(message_id)
 
     def regenerate(self, message_id: int, agent: Agent | None = None) -> None:
         """A new version of a reply by this conversation's agent (or ``agent``: "Regenerate
         with…"); earlier versions stay (‹ 1/2 ›)."""
-        agent = agent or self._agent
-        if self.busy or self._conversation_id is None or agent is None:
-            return
-        try:
-            turn = self.services.chat.begin_regenerate(self._conversation_id, agent, message_id)
-        except Exception:
-            log.exception("could not regenerate message %s", message_id)
-            self._set_status("Could not regenerate this reply.")
-            return
-        self._start(turn)
+        chat = self.services.chat
+        self._begin(
+            "Could not regenerate this reply.",
+            agent or self._agent,
+            lambda conv, a: chat.begin_regenerate(conv, a, message_id),
+        )
 
     def continue_reply(self, message_id: int) -> None:
         """Carry on a reply cut off by max tokens (or stopped); the text goes on in place."""
-        agent = self.agent_for(message_id)
-        if self.busy or self._conversation_id is None or agent is None:
-            return
+        chat = self.services.chat
+        self._begin(
+            "Could not continue this reply.",
+            self.agent_for(message_id),
+            lambda conv, a: chat.begin_continue(conv, a, message_id),
+        )
+
+    def _begin(
+        self, failure: str, agent: Agent | None, begin: Callable[[int, Agent], Turn]
+    ) -> bool:
+        """Start the turn ``begin(conversation_id, agent)`` stores, unless busy or missing a
+        conversation or agent; a store failure is logged and said (``failure``)."""
+        conv = self._conversation_id
+        if self.busy or conv is None or agent is None:
+            return False
         try:
-            turn = self.services.chat.begin_continue(self._conversation_id, agent, message_id)
+            turn = begin(conv, agent)
         except Exception:
-            log.exception("could not continue message %s", message_id)
-            self._set_status("Could not continue this reply.")
-            return
+            log.exception(failure)
+            self._set_status(failure)
+            return False
         self._start(turn)
+        return True
 
     def fit_context(self, message_id: int, *, raise_n_ctx: bool) -> asyncio.Task[None] | None:
         """A reply failed with "context too long": drop the oldest turns (this request only)
@@ -289,11 +283,11 @@ class ConversationPresenter(QObject):
         message = self.services.conversations.message(message_id)
         if message is None or message.role != "user":
             return None
-        self._editing = message_id
+        self.editing = message_id
         return message.content
 
     def cancel_edit(self) -> None:
-        self._editing = None
+        self.editing = None
 
     def delete_message(self, message_id: int) -> None:
         if self.busy:
@@ -312,14 +306,14 @@ class ConversationPresenter(QObject):
     # streaming -------------------------------------------------------------------------------
     def _start(self, turn: Turn) -> None:
         assert self._task is None, "one reply at a time in a conversation"
-        self._turn = turn
+        self.turn = turn
         self._text = [turn.prefix] if turn.prefix else []
         self._text_flushed = len(self._text)
         self._thoughts = [turn.reasoning] if turn.reasoning else []
         self._thoughts_flushed = len(self._thoughts)
         self._last_rate_at = 0.0
         task = self._task = asyncio.ensure_future(self._run(turn))
-        task.add_done_callback(lambda _t: self._task is task and self._cancelled_early(turn))
+        task.add_done_callback(lambda _t: self._cancelled_early(task, turn))
         self._timer.start()
         self.busy_changed.emit(True)
         if turn.kind in ("regenerate", "edit"):
@@ -353,23 +347,24 @@ class ConversationPresenter(QObject):
             )
             turn.status = "cancelled"
 
-    def _cancelled_early(self, turn: Turn) -> None:
+    def _cancelled_early(self, task: asyncio.Task[None], turn: Turn) -> None:
         """Stop came before the task first ran: ``_run``'s own cleanup never started."""
-        self._store_cancelled(turn)
-        self._end(turn)
+        if self._task is task:
+            self._store_cancelled(turn)
+            self._end(turn)
 
     def _end(self, turn: Turn) -> None:
         self._timer.stop()
         self._flush()
         self._task = None
-        self._turn = None
+        self.turn = None
         self._set_status(summary(turn))
         self.turn_finished.emit(turn)
         self.busy_changed.emit(False)
         self.listing_changed.emit()
 
     def _flush(self) -> None:
-        turn = self._turn
+        turn = self.turn
         if turn is None:
             return
         if self._thoughts_flushed < len(self._thoughts):
@@ -386,7 +381,7 @@ class ConversationPresenter(QObject):
         now = clock.now()
         if clock.waiting_in_queue:
             text = f"{turn.agent.name} · queued: {clock.queue_reason}…"
-            if text != self._status:
+            if text != self.status:
                 self._set_status(text)
         elif clock.first_token is not None and now - self._last_rate_at >= RATE_INTERVAL_S:
             self._last_rate_at = now

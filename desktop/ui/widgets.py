@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from PySide6.QtCore import (
     QEvent,
     QModelIndex,
@@ -14,6 +16,7 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QColor, QFont, QKeyEvent, QPainter, QPalette
 from PySide6.QtWidgets import (
+    QBoxLayout,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -22,6 +25,7 @@ from PySide6.QtWidgets import (
     QStyledItemDelegate,
     QStyleOptionViewItem,
     QToolButton,
+    QVBoxLayout,
     QWidget,
 )
 
@@ -29,6 +33,29 @@ SUBTITLE_ROLE = Qt.ItemDataRole.UserRole + 1
 ID_ROLE = Qt.ItemDataRole.UserRole
 
 MAX_COMPOSER_LINES = 8
+
+
+Margins = tuple[int, int, int, int]
+Box = TypeVar("Box", bound=QBoxLayout)
+
+
+def _set(box: Box, margins: Margins, spacing: int) -> Box:
+    """``vbox``/``hbox``: a column/row layout (on ``parent`` when given), margins, spacing."""
+    box.setContentsMargins(*margins)
+    box.setSpacing(spacing)
+    return box
+
+
+def vbox(
+    parent: QWidget | None = None, margins: Margins = (0, 0, 0, 0), spacing: int = 0
+) -> QVBoxLayout:
+    return _set(QVBoxLayout(parent), margins, spacing)
+
+
+def hbox(
+    parent: QWidget | None = None, margins: Margins = (0, 0, 0, 0), spacing: int = 0
+) -> QHBoxLayout:
+    return _set(QHBoxLayout(parent), margins, spacing)
 
 
 class ComposerEdit(QPlainTextEdit):

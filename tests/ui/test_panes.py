@@ -111,7 +111,7 @@ def test_two_panes_on_two_agents_stream_at_once_and_stopping_one_leaves_the_othe
     (name, output, finish) = _stats(services, right_reply)[0]
     assert (name, output, finish) == ("Ticker B", 60, "stop")
     assert _stats(services, left_reply)[0][2] == "cancelled"
-    assert "TTFT" in right.status and "stopped" in left.status
+    assert "TTFT" in right.presenter.status and "stopped" in left.presenter.status
     host.close()
 
 
@@ -250,7 +250,7 @@ def test_two_local_conversations_at_once_the_second_queues_visibly_then_answers(
     assert second is not first and second.agent.id == starter.id
     _type_and_send(qtbot, window, "Tell me about the sky.")
     # one llama.cpp worker answers one chat at a time: the other waits, and says so
-    qtbot.waitUntil(lambda: "queued" in second.status, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: "queued" in second.presenter.status, timeout=TIMEOUT_MS)
     assert first.busy
     assert "local model is answering another chat" in window.status_label.text()
     qtbot.waitUntil(lambda: not first.busy and not second.busy, timeout=120_000)
