@@ -17,9 +17,9 @@ from typing import Literal
 os.environ["QT_API"] = "pyside6"  # before qasync is imported: it prefers PyQt otherwise
 
 from desktop.chat.services import Services
-from desktop.llm.errors import StoreUnavailable
 from desktop.settings.paths import AppPaths
 from desktop.store.db import move_aside
+from desktop.store.errors import StoreUnavailable
 
 log = logging.getLogger("simi.app")
 

@@ -7,9 +7,8 @@ Read through the local runtime's public methods; nothing here starts a worker or
 
 from __future__ import annotations
 
-from desktop.chat.agents import KIND_LABELS
-from desktop.chat.providers import load_params_for
-from desktop.llm.errors import UserError
+from desktop.chat.kinds import kind_label, load_params_for
+from desktop.errors import UserError
 from desktop.local.provider import LocalRuntime
 from desktop.store.agents import Agent
 
@@ -51,7 +50,7 @@ def model_note(runtime: LocalRuntime, agent: Agent) -> str | None:
 
 def subtitle(runtime: LocalRuntime, agent: Agent) -> str:
     """ "Local (llama.cpp) · model.gguf · ready": kind, model and (local) model state."""
-    kind = KIND_LABELS.get(agent.kind, agent.kind)
+    kind = kind_label(agent.kind)
     text = f"{kind} · {agent.model}" if agent.model else kind
     state = model_state(runtime, agent)
     return f"{text} · {state}" if state else text

@@ -7,7 +7,6 @@ saved key may go and how typed numbers parse, from ``desktop.chat.agent_rules``.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from desktop.chat.agent_rules import (
     key_may_follow,
     split_url,
 )
-from desktop.chat.kinds import find_kind, get_kind, kind_names, unknown_kind_message
+from desktop.chat.kinds import find_kind, get_kind, unknown_kind_message
 from desktop.errors import ValidationError
 from desktop.local.starter import (
     STARTER_AGENT_NAME,
@@ -35,26 +34,6 @@ from desktop.store.agents import KV_TYPES, Agent, AgentStore
 def _defaults(names: tuple[str, ...]) -> dict[str, Any]:
     """The named fields as a new ``Agent`` has them (what a kind change resets)."""
     return {f.name: f.default for f in fields(Agent) if f.name in names}
-
-
-class _KindLabels(Mapping[str, str]):
-    """Kind name -> label, read live from the registry."""
-
-    def __getitem__(self, name: str) -> str:
-        kind = find_kind(name)
-        if kind is None:
-            raise KeyError(name)
-        return kind.label
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(kind_names())
-
-    def __len__(self) -> int:
-        return len(kind_names())
-
-
-# Re-export for modules not yet switched to ``desktop.chat.kinds.kind_label``.
-KIND_LABELS: Mapping[str, str] = _KindLabels()
 
 
 def validate(agent: Agent, existing: list[Agent]) -> dict[str, str]:

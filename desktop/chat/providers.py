@@ -4,14 +4,12 @@ turn and for the agent editor's probes ("Fetch models", "Test connection")."""
 from __future__ import annotations
 
 from desktop.chat.agents import AgentService
-from desktop.chat.kinds import ProviderSpec, get_kind, load_params_for
+from desktop.chat.kinds import ProviderSpec, get_kind
 from desktop.errors import ValidationError
 from desktop.llm.provider import Provider
 from desktop.llm.retry import RetryingProvider
 from desktop.local.provider import LocalRuntime
 from desktop.store.agents import Agent
-
-__all__ = ["ProviderFactory", "build_provider", "endpoint_label", "load_params_for"]
 
 
 def endpoint_label(agent: Agent) -> str:

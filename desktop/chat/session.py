@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from desktop.chat.providers import ProviderFactory, load_params_for
+from desktop.chat.kinds import load_params_for
+from desktop.chat.providers import ProviderFactory
 from desktop.chat.stats_clock import StatsClock
-from desktop.llm.errors import UserError
+from desktop.errors import UserError
 from desktop.llm.events import Finished, ReasoningDelta, RunInfo, StreamEvent, TextDelta
 from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
 from desktop.local.context import (

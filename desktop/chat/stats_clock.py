@@ -77,9 +77,9 @@ class StatsClock:
                 )
             case RunInfo() as info:
                 self.info = info
-            case Queued(waiting=True, reason=reason):
-                self.queued_at, self.queue_reason = self._clock(), reason
-            case Queued(waiting=False):
+            case Queued(waiting=True) as queued:
+                self.queued_at, self.queue_reason = self._clock(), queued.reason
+            case Queued():
                 self.queued_ms = _ms(self.queued_at, self._clock())
                 self.queued_at = None
             case Finished():

@@ -1,15 +1,13 @@
 """What a model call can fail with: typed ``UserError`` subclasses with finished text.
 
 ``kind`` names the failure in stats rows; ``retryable`` says whether Retry may help (the
-retrying wrapper and the UI read it). ``UserError`` and ``ValidationError`` live in
-``desktop.errors`` and are re-exported here for the modules that import them from this one.
+retrying wrapper and the UI read it). Their base, ``UserError``, lives in ``desktop.errors``
+with ``ValidationError``: the errors of every other layer build on it too.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from desktop.errors import UserError, ValidationError
+from desktop.errors import UserError
 
 __all__ = [
     "AuthError",
@@ -19,8 +17,6 @@ __all__ = [
     "ModelNotFound",
     "ProviderUnavailable",
     "RateLimited",
-    "UserError",
-    "ValidationError",
 ]
 
 
@@ -63,13 +59,3 @@ class BadResponse(UserError):
 
 class LocalModelError(UserError):
     kind = "local_model"
-
-
-def __getattr__(name: str) -> Any:
-    """``StoreUnavailable`` moved to ``desktop.store.errors``; resolved lazily for callers not
-    yet switched, so this layer never imports the store."""
-    if name == "StoreUnavailable":
-        from desktop.store.errors import StoreUnavailable
-
-        return StoreUnavailable
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,7 +18,8 @@ import types
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
-from desktop.llm.errors import ContextTooLong, LocalModelError, UserError
+from desktop.errors import UserError
+from desktop.llm.errors import ContextTooLong, LocalModelError
 from desktop.llm.events import Queued, StreamEvent
 from desktop.llm.provider import ChatRequest
 from desktop.local.engine import LoadParams

@@ -166,7 +166,7 @@ def test_fresh_database_never_inherits_a_key_from_the_keyring(secret_service_env
 
 
 def test_local_load_options_reach_llama_cpp_parameters(services) -> None:
-    from desktop.chat.providers import load_params_for
+    from desktop.chat.kinds import load_params_for
 
     agent = services.agents.by_name("SmolLM2 (local)").with_changes(
         n_batch=256, main_gpu=1, n_gpu_layers=-1, flash_attn=True, kv_type="q4_0", n_threads=3

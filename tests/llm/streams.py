@@ -5,8 +5,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any, TypeVar
 
+from desktop.errors import UserError
 from desktop.llm.anthropic import AnthropicProvider
-from desktop.llm.errors import UserError
 from desktop.llm.events import ReasoningDelta, StreamEvent, TextDelta
 from desktop.llm.gemini import GeminiProvider
 from desktop.llm.openai_compat import OpenAICompatProvider
