@@ -262,3 +262,23 @@ def test_two_local_conversations_at_once_the_second_queues_visibly_then_answers(
         [second.conversation_id],
     ).fetchone()[0]
     assert queued is not None and queued > 0
+
+
+def test_a_new_agent_once_saved_answers_the_new_chat_named_in_header_and_composer(
+    qtbot: Any, services: Any, make_window: Any, tickers: tuple[Agent, Agent]
+) -> None:
+    a, _b = tickers
+    window = make_window(services)
+    window.select_agent(a.id)
+    _type_and_send(qtbot, window, "to A")  # the shown conversation is A's and streaming
+    started = window.pane
+    fresh = services.agents.create(
+        Agent(name="Fresh", kind="openai-compatible", base_url="http://127.0.0.1:9/v1", model="f")
+    )
+    window.agents._saved(fresh, chosen=True)  # what the editor's Save does for a new agent
+    assert window.pane is not started and started.agent.name == "Ticker A" and started.busy
+    assert window.pane.header_title.text() == "Fresh"
+    assert window.pane.composer.placeholderText() == "Message Fresh…"
+    assert window.current_agent.name == "Fresh"
+    assert window.agents.agent_list.currentItem().text() == "Fresh"
+    qtbot.waitUntil(lambda: not started.busy, timeout=TIMEOUT_MS)
