@@ -23,7 +23,6 @@ from desktop.llm.events import Finished, RunInfo, StreamEvent, TextDelta, Timing
 from desktop.llm.provider import ChatMessage, ChatRequest
 from desktop.local.gpu import backend_name
 from desktop.local.loading import (
-    CHATML_TEMPLATE_NOTE,
     LoadedModel,
     Loader,
     LoadParams,
@@ -33,9 +32,9 @@ from desktop.local.loading import (
     load_model,
 )
 
-# Loading moved to desktop.local.loading; what other modules import from here stays here.
+# Loading moved to desktop.local.loading; the names other modules import from here stay here
+# (LoadParams, LoadedModel, check_gguf_file, capture_llama_logs, default_threads).
 __all__ = [
-    "CHATML_TEMPLATE_NOTE",
     "CancelFlag",
     "LoadParams",
     "LoadedModel",

@@ -64,7 +64,6 @@ def test_names_other_modules_import_from_the_engine_stay_there() -> None:
         "check_gguf_file",
         "capture_llama_logs",
         "default_threads",
-        "CHATML_TEMPLATE_NOTE",
     ):
         assert getattr(engine, name) is getattr(loading, name)
 
