@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from desktop.llm.events import TextDelta, Timing, Usage
 from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
-from desktop.local.engine import LoadParams, LocalEngine
+from desktop.local.engine import LocalEngine
+from desktop.local.loading import LoadParams
 from desktop.local.provider import LocalProvider, LocalRuntime
 from desktop.local.starter import starter_model_path
 

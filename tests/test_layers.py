@@ -22,7 +22,6 @@ ALLOWED = {
     "settings": {"errors", "store"},
     "chat": {"errors", "llm", "local", "store", "settings"},
 }
-# Lazy re-exports kept for modules not switched yet (see llm/errors.py).
 
 
 def test_qt_free_core_imports_no_pyside6() -> None:

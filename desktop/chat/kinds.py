@@ -21,7 +21,7 @@ from desktop.llm.gemini import GeminiProvider
 from desktop.llm.openai_compat import OpenAICompatProvider
 from desktop.llm.presets import PRESETS, Preset
 from desktop.llm.provider import Provider
-from desktop.local.engine import LoadParams, default_threads
+from desktop.local.loading import LoadParams, default_threads
 from desktop.local.provider import LocalProvider, LocalRuntime
 from desktop.local.starter import resolve_model_path
 from desktop.store.agents import Agent

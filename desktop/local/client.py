@@ -22,7 +22,7 @@ from desktop.errors import UserError
 from desktop.llm.errors import ContextTooLong, LocalModelError
 from desktop.llm.events import Queued, StreamEvent
 from desktop.llm.provider import ChatRequest
-from desktop.local.engine import LoadParams
+from desktop.local.loading import LoadParams
 from desktop.local.worker import worker_main
 
 log = logging.getLogger("simi.local")

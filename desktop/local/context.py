@@ -107,7 +107,7 @@ class PromptCounter:
         if self._model is None:
             import llama_cpp
 
-            from desktop.local.engine import LoadedModel, LoadParams, check_gguf_file
+            from desktop.local.loading import LoadedModel, LoadParams, check_gguf_file
 
             check_gguf_file(Path(self.model_path))
             llm = llama_cpp.Llama(self.model_path, vocab_only=True, verbose=False)

@@ -26,25 +26,8 @@ from desktop.local.loading import (
     LoadedModel,
     Loader,
     LoadParams,
-    capture_llama_logs,
-    check_gguf_file,
-    default_threads,
     load_model,
 )
-
-# Loading moved to desktop.local.loading; the names other modules import from here stay here
-# (LoadParams, LoadedModel, check_gguf_file, capture_llama_logs, default_threads).
-__all__ = [
-    "CancelFlag",
-    "LoadParams",
-    "LoadedModel",
-    "LocalEngine",
-    "capture_llama_logs",
-    "chatml_prompt",
-    "check_gguf_file",
-    "count_prompt_tokens",
-    "default_threads",
-]
 
 log = logging.getLogger("simi.local")
 

@@ -10,7 +10,7 @@ from desktop.llm.events import StreamEvent
 from desktop.llm.provider import ChatRequest
 from desktop.local.catalog import InfoCache, ModelFileError, ModelInfo
 from desktop.local.client import ModelState, WorkerClient
-from desktop.local.engine import LoadParams
+from desktop.local.loading import LoadParams
 
 
 class LocalRuntime:

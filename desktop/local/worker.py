@@ -44,7 +44,8 @@ class SharedFlag:
 
 def worker_main(conn: Any, raw_flag: Any) -> None:
     """Entry point of the worker process."""
-    from desktop.local.engine import LocalEngine, capture_llama_logs
+    from desktop.local.engine import LocalEngine
+    from desktop.local.loading import capture_llama_logs
 
     capture_llama_logs()
     flag = SharedFlag(raw_flag)

@@ -7,7 +7,8 @@ import pytest
 from desktop.llm.errors import ContextTooLong
 from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
 from desktop.local.context import PromptCounter, plan_fit, without_oldest_turns
-from desktop.local.engine import LoadParams, LocalEngine
+from desktop.local.engine import LocalEngine
+from desktop.local.loading import LoadParams
 from tests.helpers import gguf_files
 
 

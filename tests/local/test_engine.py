@@ -55,19 +55,6 @@ def test_corrupt_model_fails_on_the_message_and_keeps_the_conversation(services,
     assert contents[:3] == ["earlier", "kept", "hi"]
 
 
-def test_names_other_modules_import_from_the_engine_stay_there() -> None:
-    from desktop.local import engine, loading
-
-    for name in (
-        "LoadParams",
-        "LoadedModel",
-        "check_gguf_file",
-        "capture_llama_logs",
-        "default_threads",
-    ):
-        assert getattr(engine, name) is getattr(loading, name)
-
-
 def test_llama_logs_are_captured_once_per_process() -> None:
     from desktop.local.loading import capture_llama_logs
 

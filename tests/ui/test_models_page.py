@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
-from desktop.local.engine import LoadParams
+from desktop.local.loading import LoadParams
 from desktop.local.provider import LocalProvider
 from desktop.ui.models_page import COLUMNS, ModelsPage
 from tests.helpers import gguf_files
