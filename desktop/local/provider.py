@@ -100,11 +100,6 @@ class LocalRuntime:
         """The load parameters of the model in the worker, None when none is loaded."""
         return self.worker.params if self.worker.alive else None
 
-    @property
-    def busy(self) -> bool:
-        """A request holds the worker (another one would wait in the queue)."""
-        return self.worker.busy
-
     def state_of(self, model_path: str) -> ModelState:
         """What an agent using ``model_path`` would meet: its model's state when that file is
         the one loaded (or failed loading), "unloaded" otherwise."""

@@ -161,10 +161,6 @@ class ConversationPane(QWidget):
     def busy(self) -> bool:
         return self.presenter.busy
 
-    @property
-    def draft(self) -> str:
-        return self.composer.toPlainText()
-
     def set_agent(self, agent: Agent | None) -> None:
         self.presenter.set_agent(agent)
 

@@ -130,8 +130,9 @@ class PaneStack(QStackedWidget):
         conv_id = pane.conversation_id
         if conv_id is not None:
             self._panes.pop(conv_id, None)
-            if pane.draft.strip():
-                self._drafts[conv_id] = pane.draft
+            draft = pane.composer.toPlainText()
+            if draft.strip():
+                self._drafts[conv_id] = draft
         if pane is self._new:
             self._new = None
         self.removeWidget(pane)

@@ -422,19 +422,16 @@ class Transcript(BlitScrollArea):
         if bubble is not None:
             bubble.append_reasoning(text)
 
-    def update_message(
-        self,
-        message: Message,
-        stats: dict[str, Any] | None,
-        versions: Versions | None = None,
-    ) -> None:
+    def update_message(self, message: Message, stats: dict[str, Any] | None) -> None:
+        """A message's new stored state (a reply that finished, or one that goes on); its
+        versions are as shown."""
         self._live.pop(message.id, None)
         index = self._index(message.id)
         if index is not None:
             self._paging.path[index] = message
         bubble = self._bubbles.get(message.id)
         if bubble is not None:
-            bubble.update_from(message, stats, versions)
+            bubble.update_from(message, stats)
 
     # layout ----------------------------------------------------------------------------------
     def _bubble_width(self) -> int:
