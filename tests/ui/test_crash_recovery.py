@@ -35,7 +35,7 @@ loop = new_loop(app)
 window = MainWindow(services)
 window.show()
 window.pane.composer.setPlainText("Write a very long story about a lighthouse keeper and the sea.")
-window.send()
+window.pane.send()
 print("SENT", flush=True)
 loop.run_forever()
 """
