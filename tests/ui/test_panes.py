@@ -49,6 +49,16 @@ def _type_and_send(qtbot: Any, target: Any, text: str) -> None:
     qtbot.keyClick(pane.composer, Qt.Key.Key_Return)
 
 
+def _answered_chat(qtbot: Any, services: Any, make_window: Any, agent: Agent) -> tuple[Any, Any]:
+    """A window whose shown conversation with ``agent`` has one question and its reply."""
+    window = make_window(services)
+    window.select_agent(agent.id)
+    _type_and_send(qtbot, window, "question")
+    pane = window.pane
+    qtbot.waitUntil(lambda: not pane.busy, timeout=TIMEOUT_MS)
+    return window, pane
+
+
 def _messages(services: Any, conversation_id: int) -> list[Any]:
     return services.conversations.messages(conversation_id)
 
@@ -189,11 +199,7 @@ def test_regenerate_with_another_agent_is_explicit_and_the_reply_names_it(
     qtbot: Any, services: Any, make_window: Any, tickers: tuple[Agent, Agent]
 ) -> None:
     a, b = tickers
-    window = make_window(services)
-    window.select_agent(a.id)
-    _type_and_send(qtbot, window, "question")
-    pane = window.pane
-    qtbot.waitUntil(lambda: not pane.busy, timeout=TIMEOUT_MS)
+    _window, pane = _answered_chat(qtbot, services, make_window, a)
     first_reply = _messages(services, pane.conversation_id)[-1]
     shown: list[Any] = []
     pane.regenerate_with = lambda message_id, at=None: shown.append(message_id)  # no popup
@@ -222,11 +228,7 @@ def test_switch_agent_is_an_explicit_choice_shown_in_header_and_composer(
     qtbot: Any, services: Any, make_window: Any, tickers: tuple[Agent, Agent]
 ) -> None:
     a, b = tickers
-    window = make_window(services)
-    window.select_agent(a.id)
-    _type_and_send(qtbot, window, "question")
-    pane = window.pane
-    qtbot.waitUntil(lambda: not pane.busy, timeout=TIMEOUT_MS)
+    window, pane = _answered_chat(qtbot, services, make_window, a)
     pane._fill_agent_menu()
     choice = next(x for x in pane.agent_menu.actions() if x.text() == "Ticker B")
     assert next(x for x in pane.agent_menu.actions() if x.text() == "Ticker A").isChecked()

@@ -11,6 +11,13 @@ from typing import Any
 from desktop.store.agents import Agent
 
 
+def _window_on_conversation(services: Any, make_window: Any) -> tuple[Any, int]:
+    conv_id = _conversation(services)
+    window = make_window(services)
+    window.open_conversation(conv_id)
+    return window, conv_id
+
+
 def _conversation(services: Any) -> int:
     agent = services.agents.create(
         Agent(
@@ -28,9 +35,7 @@ def _conversation(services: Any) -> int:
 def test_export_writes_markdown_off_the_gui_thread_and_says_where(
     qtbot: Any, services: Any, make_window: Any, tmp_path: Path, monkeypatch: Any
 ) -> None:
-    conv_id = _conversation(services)
-    window = make_window(services)
-    window.open_conversation(conv_id)
+    window, _conv_id = _window_on_conversation(services, make_window)
     target = tmp_path / "notes.md"
     asked: list[str] = []
     window.ask_save_path = lambda _title, suggested, _filters: (
@@ -57,9 +62,7 @@ def test_export_writes_markdown_off_the_gui_thread_and_says_where(
 def test_export_to_a_place_that_cannot_be_written_says_so_and_loses_nothing(
     qtbot: Any, services: Any, make_window: Any, tmp_path: Path
 ) -> None:
-    conv_id = _conversation(services)
-    window = make_window(services)
-    window.open_conversation(conv_id)
+    window, conv_id = _window_on_conversation(services, make_window)
     window.ask_save_path = lambda *_args: str(tmp_path)  # a folder, not a file
     task = window.export_conversation("json")
     qtbot.waitUntil(task.done, timeout=10_000)
@@ -71,9 +74,7 @@ def test_export_to_a_place_that_cannot_be_written_says_so_and_loses_nothing(
 def test_import_opens_the_conversation_and_garbage_gets_a_clear_error(
     qtbot: Any, services: Any, make_window: Any, tmp_path: Path
 ) -> None:
-    conv_id = _conversation(services)
-    window = make_window(services)
-    window.open_conversation(conv_id)
+    window, conv_id = _window_on_conversation(services, make_window)
     exported = tmp_path / "harbour.json"
     window.ask_save_path = lambda *_args: str(exported)
     qtbot.waitUntil(window.export_conversation("json").done, timeout=10_000)
