@@ -52,6 +52,7 @@ class StatsClock:
         self.queued_at: float | None = None
         self.queued_ms: float | None = None
         self.queue_reason = ""
+        self.prefill_progress: PrefillProgress | None = None  # the latest, while it runs
         self.usage = Usage(source="counted")
         self.timing = Timing()
         self.info = RunInfo()
@@ -82,6 +83,8 @@ class StatsClock:
             case Queued():
                 self.queued_ms = _ms(self.queued_at, self._clock())
                 self.queued_at = None
+            case PrefillProgress() as progress:
+                self.prefill_progress = progress
             case Finished():
                 pass
             case _:

@@ -86,8 +86,19 @@ class Queued:
 
 
 @dataclass(frozen=True, slots=True)
+class PrefillProgress:
+    """Prompt evaluation under way (a long prompt takes a while before the first token):
+    ``evaluated`` of ``total`` prompt tokens are done. Only backends that can tell send it."""
+
+    evaluated: int
+    total: int
+
+
+@dataclass(frozen=True, slots=True)
 class Finished:
     reason: FinishReason
 
 
-StreamEvent = TextDelta | ReasoningDelta | Usage | Timing | RunInfo | Queued | Finished
+StreamEvent = (
+    TextDelta | ReasoningDelta | Usage | Timing | RunInfo | Queued | PrefillProgress | Finished
+)
