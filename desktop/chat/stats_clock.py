@@ -13,6 +13,7 @@ from typing import Any, assert_never
 
 from desktop.llm.events import (
     Finished,
+    PrefillProgress,
     Queued,
     ReasoningDelta,
     RunInfo,
