@@ -50,6 +50,7 @@ class StatsClock:
         self.first_token: float | None = None
         self.last_token: float | None = None
         self.tokens = 0  # model tokens of text and reasoning seen (TextDelta.tokens)
+        self.reasoning_streamed = 0  # of which reasoning (ReasoningDelta)
         self.queued_at: float | None = None
         self.queued_ms: float | None = None
         self.queue_reason = ""
@@ -65,7 +66,11 @@ class StatsClock:
                 if self.first_token is None:
                     self.first_token = now
                 self.last_token = now
-                self.tokens += event.tokens if isinstance(event, TextDelta) else 1
+                if isinstance(event, TextDelta):
+                    self.tokens += event.tokens
+                else:
+                    self.tokens += 1
+                    self.reasoning_streamed += 1
             case Usage() as usage:
                 self.usage = usage
             case Timing() as timing:
@@ -105,6 +110,23 @@ class StatsClock:
             return None
         return token_rate(self.tokens, self.last_token - self.first_token)
 
+    def _decode_tok_s(self, output: int | None) -> float | None:
+        """The backend's own figure when it gave one (its eval count over its decode time);
+        else the tokens that streamed over the time they took. Reasoning the backend counted
+        but never streamed (hidden thinking) took no streaming time: it is left out."""
+        timing = self.timing
+        if timing.decode_ms and timing.decode_tokens:
+            return round(timing.decode_tokens / (timing.decode_ms / 1000), 2)
+        if timing.decode_ms:
+            return token_rate(output, timing.decode_ms / 1000)
+        if self.first_token is None or self.last_token is None:
+            return None
+        streamed = output
+        hidden = (self.usage.reasoning_tokens or 0) if not self.reasoning_streamed else 0
+        if streamed is not None and hidden:
+            streamed = max(streamed - hidden, 0)
+        return token_rate(streamed, self.last_token - self.first_token)
+
     def row(self, finish_reason: str, error_kind: str | None = None) -> dict[str, Any]:
         end = self._clock()
         output = self.usage.output_tokens
@@ -112,13 +134,7 @@ class StatsClock:
         if output is None and self.tokens:
             output, source = self.tokens, "counted"
         timing = self.timing
-        if timing.decode_ms:
-            # Exact backend figure: tokens evaluated during decode / decode time.
-            decode_tok_s = token_rate(output, timing.decode_ms / 1000)
-        elif self.first_token is not None and self.last_token is not None:
-            decode_tok_s = token_rate(output, self.last_token - self.first_token)
-        else:
-            decode_tok_s = None
+        decode_tok_s = self._decode_tok_s(output)
         prefill_tok_s = None
         if timing.prefill_ms and timing.prompt_eval_tokens:
             prefill_tok_s = round(timing.prompt_eval_tokens / (timing.prefill_ms / 1000), 2)

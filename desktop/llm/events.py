@@ -46,11 +46,16 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class Timing:
-    """Times the backend itself measured (llama.cpp perf counters, server ``timings``)."""
+    """Times the backend itself measured (llama.cpp perf counters, server ``timings``).
+
+    ``decode_tokens``: how many evaluations ``decode_ms`` covers (llama.cpp's ``n_eval``, the
+    server's ``predicted_n``); the decode speed is that count over that time.
+    """
 
     prefill_ms: float | None = None
     decode_ms: float | None = None
     prompt_eval_tokens: int | None = None
+    decode_tokens: int | None = None
     load_ms: float | None = None
     connect_ms: float | None = None
     headers_ms: float | None = None

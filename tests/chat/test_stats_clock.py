@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from desktop.chat.stats_clock import StatsClock, token_rate
-from desktop.llm.events import Finished, Queued, TextDelta, Timing, Usage
+from desktop.llm.events import Finished, Queued, ReasoningDelta, TextDelta, Timing, Usage
 
 
 class FakeClock:
@@ -61,3 +61,89 @@ def test_rates_need_two_tokens_and_some_time() -> None:
     assert token_rate(5, 0.0) is None
     assert token_rate(None, 1.0) is None
     assert token_rate(11, 2.0) == 5.0
+
+
+def _streamed(stats: StatsClock, clock: FakeClock, deltas: int, every_s: float, **kw: int) -> None:
+    for _ in range(deltas):
+        stats.on_event(TextDelta("x", **kw))
+        clock.now += every_s
+
+
+def test_local_decode_speed_is_llama_cpps_eval_count_over_its_eval_time() -> None:
+    clock = FakeClock()
+    stats = StatsClock(clock)
+    _streamed(stats, clock, 10, 0.1, tokens=5)  # 50 tokens in ~25 ms batches
+    stats.on_event(Usage(prompt_tokens=20, output_tokens=50))
+    stats.on_event(
+        Timing(decode_ms=980.0, decode_tokens=49, prefill_ms=40.0, prompt_eval_tokens=20)
+    )
+    row = stats.row("stop")
+    assert row["decode_tok_s"] == 50.0  # 49 evaluations in 0.98 s, not (50 - 1) / 0.98
+    assert row["prefill_tok_s"] == 500.0
+    live = stats.live_decode_tok_s()
+    assert live is not None and abs(live - row["decode_tok_s"]) / row["decode_tok_s"] < 0.10
+
+
+def test_reasoning_that_never_streamed_is_left_out_of_the_decode_speed() -> None:
+    clock = FakeClock()
+    stats = StatsClock(clock)
+    _streamed(stats, clock, 11, 0.1)  # 11 visible tokens over 1.0 s (+ the last step)
+    stats.on_event(Usage(prompt_tokens=5, output_tokens=111, reasoning_tokens=100))
+    row = stats.row("stop")
+    assert row["reasoning_tokens"] == 100 and row["output_tokens"] == 111
+    assert row["decode_tok_s"] == 10.0  # (11 - 1) / 1.0 s, not (111 - 1) / 1.0 s
+
+
+def test_streamed_reasoning_counts_in_the_decode_speed() -> None:
+    clock = FakeClock()
+    stats = StatsClock(clock)
+    for _ in range(6):
+        stats.on_event(ReasoningDelta("hm"))
+        clock.now += 0.1
+    for _ in range(5):
+        stats.on_event(TextDelta("x"))
+        clock.now += 0.1
+    clock.now -= 0.1
+    stats.on_event(Usage(output_tokens=11, reasoning_tokens=6))
+    assert stats.row("stop")["decode_tok_s"] == 10.0  # 10 / 1.0 s, thinking included
+
+
+def test_a_one_token_reply_has_a_ttft_and_no_decode_speed() -> None:
+    clock = FakeClock()
+    stats = StatsClock(clock)
+    clock.now += 0.3
+    stats.on_event(TextDelta("Yes"))
+    clock.now += 0.05
+    stats.on_event(Finished("stop"))
+    row = stats.row("stop")
+    assert row["ttft_ms"] == 300.0 and row["total_ms"] == 350.0
+    assert row["output_tokens"] == 1 and row["decode_tok_s"] is None
+    assert stats.live_decode_tok_s() is None
+
+
+def test_a_reply_that_arrives_in_one_piece_reports_no_made_up_speed() -> None:
+    clock = FakeClock()
+    stats = StatsClock(clock)
+    clock.now += 2.0
+    stats.on_event(TextDelta("the whole answer at once"))  # a server that does not stream
+    stats.on_event(Usage(prompt_tokens=12, output_tokens=40))
+    row = stats.row("stop")
+    assert row["ttft_ms"] == 2000.0 and row["output_tokens"] == 40
+    assert row["decode_tok_s"] is None and row["decode_ms"] == 0.0
+
+
+def test_context_fill_and_an_error_row() -> None:
+    from desktop.llm.events import RunInfo
+
+    clock = FakeClock()
+    stats = StatsClock(clock)
+    stats.on_event(RunInfo(context_window=2048, backend="CPU"))
+    stats.on_event(Usage(prompt_tokens=1000, output_tokens=24))
+    row = stats.row("error", "context_too_long")
+    assert row["context_window"] == 2048 and row["context_fill"] == 0.5
+    assert (row["finish_reason"], row["error_kind"], row["backend"]) == (
+        "error",
+        "context_too_long",
+        "CPU",
+    )
+    assert row["ttft_ms"] is None and row["decode_tok_s"] is None
