@@ -28,7 +28,8 @@ class SearchHit:
 
 
 def fts_query(text: str) -> str:
-    """Words the person typed as an FTS5 query: all must match, the last as a prefix.
+    """Words the person typed as an FTS5 query: all must match, the last as a prefix unless
+    the text ends in whitespace (a finished word: "cat " finds "cat", not "catalogue").
 
     Quoting every word keeps FTS5 syntax (AND, NEAR, ``*``, quotes) out of a person's hands,
     so no input can be a syntax error.
@@ -37,7 +38,7 @@ def fts_query(text: str) -> str:
     if not words:
         return ""
     quoted = [f'"{w}"' for w in words]
-    if not text.rstrip().endswith(tuple(" \t")):
+    if not text[-1:].isspace():
         quoted[-1] += "*"
     return " ".join(quoted)
 

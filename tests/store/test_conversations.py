@@ -112,6 +112,18 @@ def test_search_finds_words_across_conversations_and_follows_edits(db) -> None:
     assert search.search("lighthouse") == []
 
 
+def test_a_trailing_space_searches_the_whole_word_only(db) -> None:
+    store, search = ConversationStore(db), SearchStore(db)
+    conv = store.create(None, "Cats")
+    cat = store.add_message(conv.id, "user", "my cat sleeps")
+    catalogue = store.add_message(conv.id, "assistant", "see the catalogue")
+    assert fts_query("cat") == '"cat"*' and fts_query("cat ") == '"cat"'
+    assert fts_query("big cat\t") == '"big" "cat"'
+    assert {h.message_id for h in search.search("cat")} == {cat.id, catalogue.id}
+    assert [h.message_id for h in search.search("cat ")] == [cat.id]
+    assert [h.message_id for h in search.search("catalogue ")] == [catalogue.id]
+
+
 @pytest.mark.parametrize("text", ['"', "AND", "NEAR(", "*", "a OR", "-x", "col:val", "^"])
 def test_search_input_is_never_an_fts_syntax_error(db, text: str) -> None:
     ConversationStore(db).add_message(ConversationStore(db).create(None).id, "user", "x")
