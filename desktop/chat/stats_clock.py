@@ -55,6 +55,8 @@ class StatsClock:
         self.queued_ms: float | None = None
         self.queue_reason = ""
         self.prefill_progress: PrefillProgress | None = None  # the latest, while it runs
+        self.prefill_first: PrefillProgress | None = None  # and when it came: the pace
+        self.prefill_started: float | None = None
         self.usage = Usage(source="counted")
         self.timing = Timing()
         self.info = RunInfo()
@@ -90,6 +92,8 @@ class StatsClock:
                 self.queued_ms = _ms(self.queued_at, self._clock())
                 self.queued_at = None
             case PrefillProgress() as progress:
+                if self.prefill_first is None:
+                    self.prefill_first, self.prefill_started = progress, self._clock()
                 self.prefill_progress = progress
             case Finished():
                 pass
@@ -103,6 +107,34 @@ class StatsClock:
     def waiting_in_queue(self) -> bool:
         """The call waits for a shared backend (``queue_reason`` says which)."""
         return self.queued_at is not None
+
+    def waiting_for(self, *, remote: bool, loading_model: bool = False) -> str | None:
+        """What the call waits for before its first token, in words, with the time so far
+        ("connecting · 3 s", "reading the prompt: 512 of 2,048 tokens · about 4 s left");
+        None once tokens flow."""
+        if self.first_token is not None:
+            return None
+        now = self._clock()
+        waited = now - self.started
+        since = f" · {waited:.0f} s" if waited >= 1 else ""
+        progress = self.prefill_progress
+        if self.waiting_in_queue:
+            what = f"queued: {self.queue_reason}"
+        elif loading_model:
+            what = "loading the model"
+        elif progress is not None and progress.total:
+            what = f"reading the prompt: {progress.evaluated:,} of {progress.total:,} tokens"
+            first = self.prefill_first
+            done = progress.evaluated - (first.evaluated if first is not None else 0)
+            spent = now - (self.prefill_started or now)
+            if done > 0 and spent > 0.5 and progress.evaluated < progress.total:
+                left = (progress.total - progress.evaluated) * spent / done
+                what += f" · about {left:.0f} s left"
+        elif remote and self.timing.headers_ms is None:
+            what = "connecting"
+        else:
+            what = "waiting for the first token"
+        return what + since
 
     def live_decode_tok_s(self) -> float | None:
         """The decode speed so far, by the same formula as the stored figure."""

@@ -174,6 +174,19 @@ class MessageBubble(QFrame):
         return label
 
     @cached_property
+    def waiting(self) -> QLabel:
+        label = QLabel()
+        label.setObjectName("WaitingNote")
+        self._layout.insertWidget(self._layout.indexOf(self.body_box), label)
+        return label
+
+    def set_waiting(self, text: str) -> None:
+        """What a reply with no text yet waits for ("connecting · 3 s"); "" hides it."""
+        if text or self._built("waiting") is not None:
+            self.waiting.setText(text)
+            self.waiting.setVisible(bool(text))
+
+    @cached_property
     def error_box(self) -> ErrorBox:
         part = ErrorBox(self._retry, lambda key: self.action_requested.emit(key, self.message_id))
         part.set_busy(self._busy)

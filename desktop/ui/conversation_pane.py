@@ -77,6 +77,7 @@ class ConversationPane(QWidget):
         p.turn_started.connect(self._on_turn_started)
         p.text_appended.connect(self.transcript.append_text)
         p.reasoning_appended.connect(self.transcript.append_reasoning)
+        p.waiting_changed.connect(self.transcript.set_waiting)
         p.turn_finished.connect(self._on_turn_finished)
         p.path_changed.connect(lambda focus: self.show_path(focus))
         p.message_removed.connect(self.transcript.remove_message)

@@ -44,6 +44,8 @@ class ConversationPresenter(QObject):
             show (a regenerate or an edit emits ``path_changed`` instead).
         text_appended(int, str): reply id and the text since the last flush (<= 30x/s).
         reasoning_appended(int, str): the same for thinking text.
+        waiting_changed(int, str): reply id and what it waits for before its first token
+            ("connecting · 3 s", "loading the model", "queued: …"); "" once text flows.
         turn_finished(object): the finished ``Turn`` (complete / cancelled / error, with stats).
         path_changed(object): the shown branch changed; re-show it (focus message id or None).
         message_removed(int): a message left the path (a failed reply replaced by a retry).
@@ -57,6 +59,7 @@ class ConversationPresenter(QObject):
     turn_started = Signal(object)
     text_appended = Signal(int, str)
     reasoning_appended = Signal(int, str)
+    waiting_changed = Signal(int, str)
     turn_finished = Signal(object)
     path_changed = Signal(object)
     message_removed = Signal(int)
@@ -84,6 +87,7 @@ class ConversationPresenter(QObject):
         self._thoughts: list[str] = []
         self._thoughts_flushed = 0
         self._last_rate_at = 0.0
+        self._waiting = ""  # what the streaming reply waits for, as last said
         self._timer = QTimer(self)
         self._timer.setInterval(FLUSH_INTERVAL_MS)
         self._timer.timeout.connect(self._flush)
@@ -312,6 +316,7 @@ class ConversationPresenter(QObject):
         self._thoughts = [turn.reasoning] if turn.reasoning else []
         self._thoughts_flushed = len(self._thoughts)
         self._last_rate_at = 0.0
+        self._waiting = ""
         task = self._task = asyncio.ensure_future(self._run(turn))
         task.add_done_callback(lambda _t: self._cancelled_early(task, turn))
         self._timer.start()
@@ -356,6 +361,9 @@ class ConversationPresenter(QObject):
     def _end(self, turn: Turn) -> None:
         self._timer.stop()
         self._flush()
+        if self._waiting:  # ended (failed, stopped) before any text
+            self._waiting = ""
+            self.waiting_changed.emit(turn.assistant_message_id, "")
         self._task = None
         self.turn = None
         self._set_status(summary(turn))
@@ -378,12 +386,16 @@ class ConversationPresenter(QObject):
         clock = turn.clock
         if clock is None:
             return
+        agent = turn.agent
+        loading = agent.is_local and self.services.local.state == "loading"
+        waiting = clock.waiting_for(remote=not agent.is_local, loading_model=loading) or ""
+        if waiting != self._waiting:  # changes at most once a second, and once at the 1st token
+            self._waiting = waiting
+            self.waiting_changed.emit(turn.assistant_message_id, waiting)
+            if waiting:
+                self._set_status(f"{agent.name} · {waiting}")
         now = clock.now()
-        if clock.waiting_in_queue:
-            text = f"{turn.agent.name} · queued: {clock.queue_reason}…"
-            if text != self.status:
-                self._set_status(text)
-        elif clock.first_token is not None and now - self._last_rate_at >= RATE_INTERVAL_S:
+        if clock.first_token is not None and now - self._last_rate_at >= RATE_INTERVAL_S:
             self._last_rate_at = now
             rate = clock.live_decode_tok_s()
             self._set_status(

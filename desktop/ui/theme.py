@@ -187,6 +187,7 @@ QFrame#Bubble[state="error"] {{ border-color: {c.error_border}; }}
 #BubbleText {{ color: {c.text}; background: transparent; }}
 #StatsFooter {{ color: {c.muted}; font-size: 11px; }}
 #StoppedMarker {{ color: {c.muted}; font-size: 11px; font-style: italic; }}
+#WaitingNote {{ color: {c.muted}; font-style: italic; }}
 QFrame#ErrorBox {{ background: {c.error_bg}; border: 1px solid {c.error_border};
                    border-radius: 8px; }}
 #ErrorText {{ color: {c.error_text}; background: transparent; }}

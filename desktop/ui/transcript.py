@@ -417,6 +417,12 @@ class Transcript(BlitScrollArea):
                 layout.activate()
         self.relayout_now()
 
+    def set_waiting(self, message_id: int, text: str) -> None:
+        """What a streaming reply waits for before its first token ("" once it flows)."""
+        bubble = self._bubbles.get(message_id)
+        if bubble is not None:
+            bubble.set_waiting(text)
+
     def append_reasoning(self, message_id: int, text: str) -> None:
         bubble = self._bubbles.get(message_id)
         if bubble is not None:

@@ -147,3 +147,34 @@ def test_context_fill_and_an_error_row() -> None:
         "CPU",
     )
     assert row["ttft_ms"] is None and row["decode_tok_s"] is None
+
+
+def test_before_the_first_token_the_clock_says_what_the_call_waits_for() -> None:
+    from desktop.llm.events import PrefillProgress
+
+    clock = FakeClock()
+    remote = StatsClock(clock)
+    assert remote.waiting_for(remote=True) == "connecting"
+    clock.now += 2.4
+    assert remote.waiting_for(remote=True) == "connecting · 2 s"
+    remote.on_event(Timing(connect_ms=3.0, headers_ms=40.0))
+    clock.now += 10.0
+    assert remote.waiting_for(remote=True) == "waiting for the first token · 12 s"
+    remote.on_event(TextDelta("Hi"))
+    assert remote.waiting_for(remote=True) is None
+
+    local = StatsClock(clock)
+    assert local.waiting_for(remote=False, loading_model=True) == "loading the model"
+    local.on_event(Queued(waiting=True, reason="the local model is answering another chat"))
+    clock.now += 3.0
+    assert local.waiting_for(remote=False) == (
+        "queued: the local model is answering another chat · 3 s"
+    )
+    local.on_event(Queued(waiting=False))
+    local.on_event(PrefillProgress(evaluated=512, total=2048))
+    clock.now += 1.0
+    local.on_event(PrefillProgress(evaluated=1024, total=2048))
+    # 512 more tokens took 1 s: the other 1,024 take about 2 s more
+    assert local.waiting_for(remote=False) == (
+        "reading the prompt: 1,024 of 2,048 tokens · about 2 s left · 4 s"
+    )
