@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QFrame,
     QLabel,
     QMenu,
+    QMessageBox,
     QPushButton,
     QSizePolicy,
     QToolButton,
@@ -27,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.chat import agent_status
+from desktop.chat.context_offer import ContextChoice, ContextOffer
 from desktop.chat.services import Services
 from desktop.chat.session import Turn
 from desktop.store.agents import Agent
@@ -81,6 +83,7 @@ class ConversationPane(QWidget):
         p.turn_finished.connect(self._on_turn_finished)
         p.path_changed.connect(lambda focus: self.show_path(focus))
         p.message_removed.connect(self.transcript.remove_message)
+        p.ask_context = lambda offer: self.ask_context(offer)
         self.transcript.retry_requested.connect(p.retry)
         self.transcript.action_requested.connect(self._on_message_action)
         self.transcript.version_step.connect(p.switch_version)
@@ -281,6 +284,29 @@ class ConversationPane(QWidget):
             p.continue_reply(message_id)
         elif action in ("fit_drop", "fit_raise"):
             p.fit_context(message_id, raise_n_ctx=action == "fit_raise")
+
+    def ask_context(self, offer: ContextOffer) -> ContextChoice | None:
+        """ "Raise context": the sizes on offer, what each costs, and the trained context; the
+        person picks one or cancels (tests replace this to answer without a dialog)."""
+        box = QMessageBox(self)
+        box.setIcon(QMessageBox.Icon.Question)
+        box.setWindowTitle("Raise context")
+        box.setText(offer.question)
+        buttons = {}
+        for choice in offer.choices:
+            words = f"Raise to {choice.n_ctx:,}"
+            if choice.drops_turns:
+                words += " (the trained size; oldest turns left out)"
+            elif choice.beyond_training:
+                words += " (past the trained size)"
+            if choice.memory:
+                words += f" · {choice.memory}"
+            role = QMessageBox.ButtonRole.AcceptRole
+            buttons[box.addButton(words, role)] = choice
+        cancel = box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(cancel)
+        box.exec()
+        return buttons.get(box.clickedButton())
 
     def regenerate_with(self, message_id: int, at: QPoint | None = None) -> QMenu:
         """ "Regenerate with…": a menu of agents; the chosen one writes a new version."""

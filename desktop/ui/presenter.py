@@ -17,6 +17,7 @@ from dataclasses import replace
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from desktop.chat.agent_status import idle_status
+from desktop.chat.context_offer import ContextChoice, ContextOffer, offer_for
 from desktop.chat.services import Services
 from desktop.chat.session import Turn
 from desktop.errors import UserError
@@ -88,6 +89,9 @@ class ConversationPresenter(QObject):
         self._thoughts_flushed = 0
         self._last_rate_at = 0.0
         self._waiting = ""  # what the streaming reply waits for, as last said
+        # Which context size to raise to, asked of the person (the pane shows a dialog); None
+        # changes nothing. Without a view nothing is raised.
+        self.ask_context: Callable[[ContextOffer], ContextChoice | None] = lambda _offer: None
         self._timer = QTimer(self)
         self._timer.setInterval(FLUSH_INTERVAL_MS)
         self._timer.timeout.connect(self._flush)
@@ -230,7 +234,9 @@ class ConversationPresenter(QObject):
 
     def fit_context(self, message_id: int, *, raise_n_ctx: bool) -> asyncio.Task[None] | None:
         """A reply failed with "context too long": drop the oldest turns (this request only)
-        or raise the agent's n_ctx, then retry. Tokenizing runs off the GUI thread."""
+        or raise the agent's n_ctx, then retry. Tokenizing and reading the model's header run
+        off the GUI thread; a raise is offered first (``ask_context``: the sizes, their memory
+        and the trained context) and changes nothing unless the person picks a size."""
         agent = self.agent_for(message_id)
         conversation_id = self._conversation_id
         if self.busy or conversation_id is None or agent is None:
@@ -247,13 +253,26 @@ class ConversationPresenter(QObject):
             )
             chosen, drop = agent, 0
             if raise_n_ctx:
+                offer = await run_blocking(
+                    offer_for, agent, fit.raise_n_ctx_to, services.local.model_info
+                )
+                choice = self.ask_context(offer)
+                if choice is None:
+                    self._set_status(f"{agent.name}'s context is unchanged.")
+                    return
                 chosen = await run_blocking(
-                    services.agents.update, agent.with_changes(n_ctx=fit.raise_n_ctx_to)
+                    services.agents.update, agent.with_changes(n_ctx=choice.n_ctx)
                 )
                 if self._agent is not None and self._agent.id == chosen.id:
                     self._agent = chosen
                     self.agent_changed.emit(chosen)
-                note = f"Raised {chosen.name}'s context to {fit.raise_n_ctx_to:,} tokens."
+                note = f"Raised {chosen.name}'s context to {choice.n_ctx:,} tokens."
+                if choice.drops_turns:  # the trained size: still leave the oldest turns out
+                    refit = await run_blocking(
+                        services.chat.plan_context_fit, conversation_id, chosen, message_id
+                    )
+                    drop = refit.plan.drop_turns
+                    note += f" Leaving out the {drop} oldest turn(s) for this reply."
             elif not fit.plan.fits:
                 self._set_status(
                     "Even the newest message alone does not fit in "

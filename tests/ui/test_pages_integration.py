@@ -98,3 +98,43 @@ def test_a_model_without_chat_template_is_said_under_the_agent(
     qtbot.waitUntil(lambda: "ChatML" in window.pane.header_subtitle.text(), timeout=20_000)
     window.select_agent(services.agents.by_name("SmolLM2 (local)").id)
     qtbot.waitUntil(lambda: "ChatML" not in window.pane.header_subtitle.text(), timeout=20_000)
+
+
+def test_raise_context_asks_first_with_size_memory_and_trained_context(
+    services: Any, make_window: Any, qtbot: Any
+) -> None:
+    from PySide6.QtCore import Qt
+
+    agent = services.agents.by_name("SmolLM2 (local)")
+    services.agents.update(agent.with_changes(n_ctx=512, max_tokens=12, seed=1))
+    window = make_window(services)
+    long = " ".join(f"fact{i}" for i in range(120))
+    for text in (f"Remember: {long}", f"And also: {long}"):
+        window.pane.composer.setPlainText(text)
+        qtbot.keyClick(window.pane.composer, Qt.Key.Key_Return)
+        qtbot.waitUntil(lambda: not window.pane.presenter.busy, timeout=60_000)
+    failed = services.conversations.messages(window.conversation_id)[-1]
+    assert failed.error_kind == "context_too_long"
+    offers: list[Any] = []
+    answers: list[Any] = [None]  # first: the person cancels
+    window.pane.ask_context = lambda offer: offers.append(offer) or answers.pop(0)
+    raise_button = window.pane.transcript.bubble(failed.id).fit_buttons["fit_raise"]
+
+    qtbot.mouseClick(raise_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "unchanged" in window.status_label.text(), timeout=30_000)
+    assert services.agents.by_name("SmolLM2 (local)").n_ctx == 512  # nothing changed
+    offer = offers[0]
+    assert offer.current == 512 and offer.trained == 8192 and 512 < offer.needed <= 8192
+    assert "trained on 8,192 tokens" in offer.question
+    [choice] = offer.choices  # fits within the trained context: one size, not beyond it
+    assert choice.n_ctx == offer.needed and not choice.beyond_training
+    assert choice.memory.startswith("about ") and "RAM" in choice.memory
+
+    answers.append(choice)  # then: the person picks the offered size
+    qtbot.mouseClick(raise_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.pane.transcript.bubble(failed.id) is None, timeout=30_000)
+    qtbot.waitUntil(lambda: not window.pane.presenter.busy, timeout=60_000)
+    assert services.agents.by_name("SmolLM2 (local)").n_ctx == choice.n_ctx
+    reply = services.conversations.messages(window.conversation_id)[-1]
+    assert reply.status == "complete"
+    assert services.stats.for_message(reply.id)["n_ctx"] == choice.n_ctx  # loaded with it
