@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from PySide6.QtCore import QPoint, Qt
+from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import (
     QFrame,
@@ -42,6 +42,13 @@ from desktop.ui.widgets import ComposerEdit, FocusFrame, InfoBar, hbox, vbox
 log = logging.getLogger("simi.ui.pane")
 
 HEADER_BADGE_PX = 36
+COMPOSER_HINT = "Enter to send · Shift+Enter for a new line"
+FIT_CHECK_MS = 250  # how long typing pauses before the composer checks the message fits
+CHARS_PER_TOKEN = 4  # English prose in the usual BPE vocabularies; the warning says "about"
+
+
+def estimated_tokens(chars: int) -> int:
+    return -(-chars // CHARS_PER_TOKEN)
 
 
 class ConversationPane(QWidget):
@@ -146,10 +153,16 @@ class ConversationPane(QWidget):
         self.send_button.clicked.connect(self._send_or_stop)
         row.addWidget(self.send_button, 0, Qt.AlignmentFlag.AlignBottom)
         column.addWidget(self.composer_frame)
-        hint = QLabel("Enter to send · Shift+Enter for a new line")
-        hint.setObjectName("ComposerHint")
-        hint.setContentsMargins(14, 0, 0, 0)
-        column.addWidget(hint)
+        self.hint = QLabel(COMPOSER_HINT)
+        self.hint.setObjectName("ComposerHint")
+        self.hint.setWordWrap(True)
+        self.hint.setContentsMargins(14, 0, 0, 0)
+        column.addWidget(self.hint)
+        self._fit_timer = QTimer(self)
+        self._fit_timer.setSingleShot(True)
+        self._fit_timer.setInterval(FIT_CHECK_MS)
+        self._fit_timer.timeout.connect(self.check_fit)
+        self.composer.textChanged.connect(self._fit_timer.start)
         return area
 
     # state -----------------------------------------------------------------------------------
@@ -195,6 +208,7 @@ class ConversationPane(QWidget):
             self.refresh_header()
             self._read_model_header(agent)
         self._update_send_enabled()
+        self.check_fit()
 
     def _read_model_header(self, agent: Agent) -> None:
         """Read a local agent's GGUF header off the GUI thread, then say what it tells."""
@@ -262,6 +276,29 @@ class ConversationPane(QWidget):
             if turn.reply is not None:
                 self.transcript.add_message(turn.reply)
         self.transcript.scroll_to_bottom()
+
+    def check_fit(self) -> None:
+        """Under the composer: whether the typed message will fit the local agent's context
+        (an estimate from the text's length; the exact count needs the model's tokenizer)."""
+        agent = self.agent
+        text = self.composer.toPlainText()
+        words = COMPOSER_HINT
+        if agent is not None and agent.is_local and text:
+            history = sum(len(m.content) for m in self.transcript.path)
+            need = estimated_tokens(history + len(text) + len(agent.system_prompt))
+            n_ctx = agent.n_ctx or 2048
+            if need > n_ctx:
+                words = (
+                    f"This conversation and message are about {need:,} tokens; {agent.name} "
+                    f"holds {n_ctx:,}. It will not fit: shorten the message, start a new chat, "
+                    "or raise the agent's context."
+                )
+        warn = words is not COMPOSER_HINT
+        self.hint.setText(words)
+        if self.hint.property("warn") != warn:
+            self.hint.setProperty("warn", warn)
+            self.hint.style().unpolish(self.hint)
+            self.hint.style().polish(self.hint)
 
     def _on_turn_finished(self, turn: Turn) -> None:
         message = final_message(turn)

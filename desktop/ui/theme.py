@@ -196,6 +196,7 @@ QPushButton#RetryButton {{ padding: 3px 10px; border-radius: 6px; }}
 QFrame#Composer {{ background: {c.raised}; border: 1px solid {c.border}; border-radius: 14px; }}
 QFrame#Composer[focused="true"] {{ border-color: {c.accent}; }}
 #ComposerHint {{ color: {c.muted}; font-size: 11px; }}
+#ComposerHint[warn="true"] {{ color: {c.error_text}; }}
 
 QFrame#InfoBar {{ background: {c.warn_bg}; border-bottom: 1px solid {c.warn_border}; }}
 #InfoText {{ color: {c.warn_text}; background: transparent; }}
