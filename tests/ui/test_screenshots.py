@@ -127,6 +127,9 @@ def test_render_main_window_light_and_dark(
         dialog.temperature.setText("3")
         dialog.save()
         qapp.processEvents()
+        # the shot shows the message the bad value provokes, under its field
+        assert "temperature" in dialog.error_text("temperature").lower()
+        assert dialog.saved_agent is None
         assert dialog.grab().save(str(out / "agent-editor-dark.png"))
         dialog.close()
         dialog.deleteLater()
