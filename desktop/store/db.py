@@ -1,7 +1,8 @@
 """Open the one SQLite file (WAL, foreign keys on) and bring its schema up to date.
 
 A database that a newer SIMI Multi wrote is refused and left untouched; a damaged file is
-reported by name and never silently recreated.
+reported by name and never silently recreated; each schema step runs in its own transaction,
+so a failing one leaves the database as the step before left it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,19 @@ def _corrupt(path: Path, exc: BaseException) -> StoreUnavailable:
         f"fresh database (the old one is kept next to it), e.g. `simi db move-aside`.",
         path=str(path),
         corrupt=True,
+    )
+
+
+def _is_write_failure(exc: sqlite3.DatabaseError) -> bool:
+    text = str(exc)
+    return "readonly" in text or "disk" in text or "full" in text
+
+
+def _unwritable(path: Path, exc: sqlite3.DatabaseError) -> StoreUnavailable:
+    return StoreUnavailable(
+        f"SIMI Multi cannot write to its database {path} ({exc}). Free some space or fix the "
+        "folder's permissions.",
+        path=str(path),
     )
 
 
@@ -73,8 +87,25 @@ def _inspect_read_only(path: Path, migrations: list[Migration]) -> None:
     _check_known(path, applied, migrations)
 
 
+class MigrationFailed(Exception):
+    """A schema step failed in SQLite; its transaction was rolled back (the database is as it
+    was after the step before). ``step`` names it; the cause is chained."""
+
+    def __init__(self, step: str, cause: BaseException) -> None:
+        super().__init__(f"{step}: {cause}")
+        self.step = step
+        self.cause = cause
+
+
 def migrate(db: sqlite_utils.Database, migrations: list[Migration] | None = None) -> list[str]:
-    """Apply every step not yet recorded; returns the names applied now."""
+    """Apply every step not yet recorded; returns the names applied now.
+
+    Each step and its record in ``_migrations`` run in one transaction (``BEGIN IMMEDIATE``:
+    no other connection writes meanwhile), so a step that fails leaves nothing of itself
+    behind (whatever it raised). ``sqlite_utils`` runs a step's ``executescript`` statement by
+    statement inside it (``sqlite3``'s own would COMMIT first). Raises ``MigrationFailed`` for
+    an SQLite error; anything else is a bug in the step and is raised as it is.
+    """
     steps = MIGRATIONS if migrations is None else migrations
     db.execute(
         f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} ("
@@ -85,12 +116,21 @@ def migrate(db: sqlite_utils.Database, migrations: list[Migration] | None = None
     for name, step in steps:
         if name in done:
             continue
-        with db.conn:
+        db.conn.execute("BEGIN IMMEDIATE")
+        try:
             step(db)
-            db.execute(
+            db.conn.execute(
                 f"INSERT INTO {MIGRATIONS_TABLE} (name, applied_at) VALUES (?, ?)",
                 [name, utc_now()],
             )
+            db.conn.execute("COMMIT")
+        except BaseException as exc:
+            if db.conn.in_transaction:
+                db.conn.execute("ROLLBACK")
+            log.error("migration %s failed and was rolled back: %r", name, exc)
+            if not isinstance(exc, sqlite3.Error):
+                raise  # a bug in the step: rolled back, and it surfaces as one
+            raise MigrationFailed(name, exc) from exc
         applied_now.append(name)
         log.info("applied migration %s", name)
     return applied_now
@@ -126,15 +166,24 @@ def open_database(path: Path, migrations: list[Migration] | None = None) -> sqli
         conn.execute("PRAGMA busy_timeout=5000")
         db = sqlite_utils.Database(conn)
         migrate(db, steps)
+    except MigrationFailed as failed:
+        conn.close()
+        if isinstance(failed.cause, sqlite3.DatabaseError) and _is_write_failure(failed.cause):
+            raise _unwritable(path, failed.cause) from failed.cause
+        raise StoreUnavailable(
+            f"SIMI Multi could not bring its database {path} up to date (schema step "
+            f"{failed.step} failed: {failed.cause}). The database was left as it was, and "
+            "the version that wrote it can still open it.",
+            path=str(path),
+        ) from failed.cause
     except sqlite3.DatabaseError as exc:
         conn.close()
-        if "readonly" in str(exc) or "disk" in str(exc) or "full" in str(exc):
-            raise StoreUnavailable(
-                f"SIMI Multi cannot write to its database {path} ({exc}). Free some space or "
-                "fix the folder's permissions.",
-                path=str(path),
-            ) from exc
+        if _is_write_failure(exc):
+            raise _unwritable(path, exc) from exc
         raise _corrupt(path, exc) from exc
+    except BaseException:
+        conn.close()
+        raise
     return db
 
 

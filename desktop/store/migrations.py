@@ -1,4 +1,8 @@
-"""Append-only list of named, idempotent schema steps. Never edit or reorder a shipped step."""
+"""Append-only list of named, idempotent schema steps. Never edit or reorder a shipped step.
+
+``db.migrate`` runs each step in its own transaction: a step must not COMMIT, and must not use
+statements SQLite refuses inside one (``VACUUM``, ``PRAGMA foreign_keys``, ``journal_mode``).
+"""
 
 from __future__ import annotations
 

@@ -177,3 +177,58 @@ def test_a_database_from_before_m003_becomes_one_branch_and_is_searchable(tmp_pa
     store = ConversationStore(db)
     assert [m.content for m in store.messages(1)] == ["hello lighthouse", "hi keeper"]
     assert [h.message_id for h in SearchStore(db).search("lighthouse")] == [1]
+
+
+def _schema(path: Path) -> list[tuple[str, str, str]]:
+    with sqlite3.connect(path) as conn:
+        return sorted(conn.execute("SELECT type, name, COALESCE(sql, '') FROM sqlite_master"))
+
+
+def _half_done_then_fails(db) -> None:
+    """A step that changes a table, runs a script and writes rows before it fails."""
+    db.execute("ALTER TABLE agents ADD COLUMN half_done TEXT")
+    db.executescript(
+        "CREATE TABLE leftovers (x TEXT); INSERT INTO leftovers VALUES ('a');"
+        "CREATE INDEX leftovers_x ON leftovers (x);"
+    )
+    db.execute("UPDATE conversations SET title = 'changed'")
+    db.execute("INSERT INTO no_such_table VALUES (1)")  # sqlite3.OperationalError
+
+
+def test_a_failing_step_leaves_the_database_at_the_previous_version(tmp_path: Path) -> None:
+    from desktop.store.migrations import m001_initial
+
+    path = tmp_path / "simi.db"
+    old = open_database(path, migrations=[("m001_initial", m001_initial)])
+    old.execute("INSERT INTO conversations (title, created_at, updated_at) VALUES ('t', 'x', 'x')")
+    old.conn.close()
+    steps = [*MIGRATIONS, ("m900_half_done", _half_done_then_fails)]
+    with pytest.raises(StoreUnavailable) as info:
+        open_database(path, migrations=steps)
+    assert "m900_half_done" in info.value.user_message and not info.value.corrupt
+    assert str(path) in info.value.user_message
+    # Every step before the broken one is in, whole; nothing of the broken one is.
+    expected = tmp_path / "expected.db"
+    open_database(expected).conn.close()
+    assert _schema(path) == _schema(expected)
+    with sqlite3.connect(path) as conn:
+        names = [r[0] for r in conn.execute(f"SELECT name FROM {MIGRATIONS_TABLE} ORDER BY id")]
+        titles = [r[0] for r in conn.execute("SELECT title FROM conversations")]
+    assert names == [name for name, _ in MIGRATIONS]
+    assert titles == ["t"]
+    assert "half_done" not in _columns(path, "agents")
+    open_database(path).conn.close()  # this version opens it as before
+
+
+def test_a_step_that_is_a_bug_is_rolled_back_and_surfaces_as_one(tmp_path: Path) -> None:
+    path = tmp_path / "simi.db"
+    open_database(path).conn.close()
+    before = _schema(path)
+
+    def buggy(db) -> None:
+        db.execute("CREATE TABLE partial (x)")
+        raise KeyError("a bug in the step")
+
+    with pytest.raises(KeyError, match="a bug in the step"):
+        open_database(path, migrations=[*MIGRATIONS, ("m901_buggy", buggy)])
+    assert _schema(path) == before
