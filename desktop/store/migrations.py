@@ -6,6 +6,7 @@ statements SQLite refuses inside one (``VACUUM``, ``PRAGMA foreign_keys``, ``jou
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import sqlite_utils
@@ -200,10 +201,55 @@ def m003_branches_search(db: sqlite_utils.Database) -> None:
     )
 
 
+def m004_stats_outlive_messages(db: sqlite_utils.Database) -> None:
+    """A call's stats row outlives its message: Retry replaces a failed reply, and the failed
+    call must still count (its ``message_id`` becomes NULL; the row keeps its conversation,
+    so deleting the conversation still removes it).
+
+    SQLite cannot alter a foreign key, so the table is rebuilt from its own stored definition
+    with only that clause changed: every column (and index) it has now is kept.
+    """
+    row = db.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'inference_stats'"
+    ).fetchone()
+    cascade = re.compile(
+        r"(message_id\s+INTEGER\s+REFERENCES\s+messages\s*\(\s*id\s*\))"
+        r"\s+ON\s+DELETE\s+CASCADE",
+        re.IGNORECASE,
+    )
+    if row is None or not cascade.search(row[0]):
+        return
+    create = cascade.sub(r"\1 ON DELETE SET NULL", row[0], count=1)
+    create = re.sub(
+        r"^CREATE TABLE\s+\"?inference_stats\"?",
+        "CREATE TABLE inference_stats_m004",
+        create,
+        count=1,
+        flags=re.IGNORECASE,
+    )
+    indexes = [
+        r[0]
+        for r in db.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'inference_stats' "
+            "AND sql IS NOT NULL"
+        )
+    ]
+    columns = ", ".join(f'"{c.name}"' for c in db["inference_stats"].columns)
+    db.execute(create)
+    db.execute(
+        f"INSERT INTO inference_stats_m004 ({columns}) SELECT {columns} FROM inference_stats"
+    )
+    db.execute("DROP TABLE inference_stats")
+    db.execute("ALTER TABLE inference_stats_m004 RENAME TO inference_stats")
+    for sql in indexes:
+        db.execute(sql)
+
+
 Migration = tuple[str, Callable[[sqlite_utils.Database], None]]
 
 MIGRATIONS: list[Migration] = [
     ("m001_initial", m001_initial),
     ("m002_agent_options", m002_agent_options),
     ("m003_branches_search", m003_branches_search),
+    ("m004_stats_outlive_messages", m004_stats_outlive_messages),
 ]

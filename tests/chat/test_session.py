@@ -8,6 +8,7 @@ from desktop.chat import session as session_mod
 from desktop.llm.events import TextDelta
 from desktop.local.starter import STARTER_AGENT_NAME
 from desktop.store.agents import Agent
+from tests.helpers.fault_server import FaultServer, Reply, error_reply, ticking_tokens
 from tests.helpers.servers import closed_port
 
 pytestmark = pytest.mark.slow
@@ -117,6 +118,34 @@ def test_unreachable_server_becomes_error_on_the_message(services) -> None:
     assert retry.user_message_id == result.user_message_id
     assert retry.assistant_message_id != msg.id
     assert services.conversations.message(msg.id) is None
+
+
+def test_retry_keeps_the_failed_calls_stats_row_and_it_counts(services) -> None:
+    replies = [
+        error_reply(401, {"error": {"message": "bad key"}}),
+        Reply(body=ticking_tokens(3)),
+    ]
+    with FaultServer(replies) as server:
+        agent = services.agents.create(
+            Agent(name="Flaky", kind="openai-compatible", base_url=server.url + "/v1", model="m")
+        )
+        conv = services.conversations.create(agent.id)
+        failed = asyncio.run(services.chat.run(services.chat.begin(conv.id, agent, "hello?")))
+        assert failed.status == "error"
+        retry = services.chat.begin_retry(conv.id, agent, failed.assistant_message_id)
+        done = asyncio.run(services.chat.run(retry))
+    assert done.status == "complete" and done.text.startswith("tok0")
+    # The view is as before: the failed reply is gone, the retry answers the same question.
+    msgs = services.conversations.messages(conv.id)
+    assert [m.id for m in msgs] == [failed.user_message_id, retry.assistant_message_id]
+    # Its call is not: still counted, as the error it was.
+    rows = services.stats.rows("Flaky")
+    assert [(r["message_id"], r["error_kind"]) for r in rows] == [
+        (retry.assistant_message_id, None),
+        (None, failed.error.kind),
+    ]
+    (flaky,) = services.stats.per_agent("Flaky")
+    assert (flaky["calls"], flaky["errors"]) == (2, 1)
 
 
 def test_conversation_too_long_for_context_says_so(services) -> None:

@@ -232,3 +232,37 @@ def test_a_step_that_is_a_bug_is_rolled_back_and_surfaces_as_one(tmp_path: Path)
     with pytest.raises(KeyError, match="a bug in the step"):
         open_database(path, migrations=[*MIGRATIONS, ("m901_buggy", buggy)])
     assert _schema(path) == before
+
+
+def test_a_calls_stats_row_outlives_its_message_but_not_its_conversation(tmp_path: Path) -> None:
+    from desktop.store.conversations import ConversationStore
+    from desktop.store.migrations import MIGRATIONS
+    from desktop.store.stats import StatsStore
+
+    path = tmp_path / "simi.db"
+    before_m004 = [step for step in MIGRATIONS if step[0] < "m004"]
+    old = open_database(path, migrations=before_m004)
+    convs, stats = ConversationStore(old), StatsStore(old)
+    conv = convs.create(None, "t")
+    kept = convs.add_message(conv.id, "assistant", "an answer")
+    row = {"agent_name": "a", "provider_kind": "local", "started_at": "x", "ttft_ms": 12.5}
+    kept_row = stats.record({**row, "message_id": kept.id, "conversation_id": conv.id})
+    old.conn.close()
+
+    db = open_database(path)  # m004 rebuilds inference_stats
+    convs, stats = ConversationStore(db), StatsStore(db)
+    assert stats.for_message(kept.id)["id"] == kept_row  # rows and ids carried over
+    assert stats.for_message(kept.id)["ttft_ms"] == 12.5
+    indexes = {r[1] for r in db.execute("PRAGMA index_list(inference_stats)")}
+    assert {"stats_by_agent", "stats_by_message"} <= indexes
+    failed = convs.add_message(conv.id, "assistant", "", status="error")
+    stats.record({**row, "message_id": failed.id, "conversation_id": conv.id, "error_kind": "auth"})
+    convs.delete_message(failed.id)  # what Retry does to the failed reply
+    assert [(r["message_id"], r["error_kind"]) for r in stats.rows()] == [
+        (None, "auth"),
+        (kept.id, None),
+    ]
+    assert stats.per_agent()[0]["errors"] == 1
+    convs.delete(conv.id)  # forgetting a conversation still forgets its calls
+    assert stats.rows() == []
+    db.conn.close()
