@@ -1,8 +1,10 @@
 """What a model call can fail with: typed ``UserError`` subclasses with finished text.
 
 ``kind`` names the failure in stats rows; ``retryable`` says whether Retry may help (the
-retrying wrapper and the UI read it). Their base, ``UserError``, lives in ``desktop.errors``
-with ``ValidationError``: the errors of every other layer build on it too.
+retrying wrapper and the UI read it); ``auto_retry`` (where it is False) says that Retry may
+help but should be the person's choice, not an automatic one (``retries_automatically``).
+Their base, ``UserError``, lives in ``desktop.errors`` with ``ValidationError``: the errors of
+every other layer build on it too.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ __all__ = [
     "ModelNotFound",
     "ProviderUnavailable",
     "RateLimited",
+    "Stalled",
+    "retries_automatically",
 ]
 
 
@@ -51,6 +55,17 @@ class ModelNotFound(UserError):
 class ProviderUnavailable(UserError):
     kind = "unavailable"
     retryable = True
+    auto_retry = True
+
+
+class Stalled(ProviderUnavailable):
+    """The server went silent for longer than the stall timeout. Retry may help, but not
+    automatically: before the first token the server may still be evaluating a long prompt,
+    and a retry would start that over (and make the person wait the timeout again, silently).
+    """
+
+    kind = "stalled"
+    auto_retry = False
 
 
 class BadResponse(UserError):
@@ -59,3 +74,10 @@ class BadResponse(UserError):
 
 class LocalModelError(UserError):
     kind = "local_model"
+
+
+def retries_automatically(error: UserError) -> bool:
+    """Whether the retrying wrapper may repeat a call that failed with ``error`` on its own:
+    it must be retryable, and not one the person should decide on (a stall, a gateway
+    timeout)."""
+    return error.retryable and getattr(error, "auto_retry", True)

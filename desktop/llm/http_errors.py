@@ -32,6 +32,7 @@ from desktop.llm.errors import (
     ModelNotFound,
     ProviderUnavailable,
     RateLimited,
+    Stalled,
 )
 
 # Phrases servers use when a prompt does not fit (OpenAI/llama.cpp "maximum context length",
@@ -70,11 +71,23 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     return text
 
 
-def unavailable(message: str, *, retryable: bool = True) -> ProviderUnavailable:
-    """A ``ProviderUnavailable``; ``retryable=False`` for failures a retry cannot fix (DNS, TLS)."""
+def unavailable(
+    message: str, *, retryable: bool = True, auto_retry: bool = True
+) -> ProviderUnavailable:
+    """A ``ProviderUnavailable``; ``retryable=False`` for failures a retry cannot fix (DNS, TLS),
+    ``auto_retry=False`` for ones only the person should retry (a gateway timeout)."""
     error = ProviderUnavailable(message)
     if not retryable:
         error.retryable = False
+    if not auto_retry:
+        error.auto_retry = False
+    return error
+
+
+def out_of_credit(said: str, retry_after: float | None = None) -> RateLimited:
+    """A limit no retry lifts: the account's quota or credit is used up."""
+    error = RateLimited(f"{said} Check the plan and billing of the account.", retry_after)
+    error.retryable = False
     return error
 
 
@@ -103,7 +116,31 @@ class EndpointErrors:
             "press Retry to ask again."
         )
 
-    def transport_error(self, exc: httpx.HTTPError, *, mid_reply: bool) -> UserError:
+    def stalled(self, *, text_shown: bool, listing: bool = False) -> Stalled:
+        """The stall timeout passed with nothing received. Not retried automatically (see
+        ``Stalled``), so the words say what the person can do."""
+        where, seconds = self.where, f"{self.stall_timeout_s:g} s"
+        advice = "raise the stall timeout in the endpoint settings for slow servers"
+        if listing:
+            return Stalled(
+                f"{where} sent nothing for {seconds} while listing its models, so SIMI Multi "
+                f"stopped waiting. Try again, or {advice}."
+            )
+        if text_shown:
+            return Stalled(
+                f"{where} went silent for {seconds} in the middle of the reply, so SIMI Multi "
+                f"stopped waiting. The text so far is kept; press Retry, or {advice}."
+            )
+        return Stalled(
+            f"{where} sent nothing for {seconds}, so SIMI Multi stopped waiting (it did not "
+            "ask again by itself: a busy server may still be reading a long prompt, and asking "
+            f"again would start that over). Press Retry to ask again, or {advice}."
+        )
+
+    def transport_error(
+        self, exc: httpx.HTTPError, *, mid_reply: bool, listing: bool = False
+    ) -> UserError:
+        """``mid_reply``: the response headers had arrived; ``listing``: a model list."""
         where = self.where
         if isinstance(exc, httpx.ConnectTimeout):
             return unavailable(
@@ -113,11 +150,7 @@ class EndpointErrors:
         if isinstance(exc, httpx.ConnectError):
             return self._connect_error(exc)
         if isinstance(exc, httpx.ReadTimeout):
-            return unavailable(
-                f"{where} sent nothing for {self.stall_timeout_s:g} s, so SIMI Multi gave up "
-                "waiting. The text so far is kept; press Retry, or raise the stall timeout in "
-                "the endpoint settings for slow servers."
-            )
+            return self.stalled(text_shown=False, listing=listing)
         if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError):
             if mid_reply:
                 return unavailable(
@@ -206,30 +239,85 @@ class EndpointErrors:
                 f"{where} rejected the API key (HTTP {status}). Check the key in the endpoint "
                 "settings, and that it is allowed to use this model."
             )
-        if status == 404:
+        if status in (404, 410):
             what = f"the model “{model}”" if model else "this address"
+            if status == 410:
+                return ModelNotFound(
+                    f"{where} no longer offers {what} (HTTP 410{detail}). Pick another model "
+                    "from the endpoint's model list."
+                )
             return ModelNotFound(
                 f"{where} does not know {what} (HTTP 404{detail}). Check the model name, or "
                 "pick one from the endpoint's model list; also check the base URL."
             )
-        if status in (400, 413, 422) and any(m in lowered for m in _CONTEXT_MARKERS):
+        if status == 413:
+            # The body limit of the server or of a proxy in front of it; shortening helps.
+            return ContextTooLong(
+                f"{where} says the request is too large (HTTP 413{detail}): the conversation "
+                "or the message is too big for it. Start a new conversation, shorten the "
+                "message, or leave out older messages."
+            )
+        if status in (400, 422) and any(m in lowered for m in _CONTEXT_MARKERS):
             return ContextTooLong(
                 f"{where} says the conversation is too long for the model{detail}. Start a new "
                 "conversation, shorten the message, or pick a model with a larger context."
             )
+        if status == 402:  # OpenRouter and others: no credit left
+            return out_of_credit(f"{where} says payment is required (HTTP 402{detail}).")
         if status == 429:
             retry_after = _retry_after(headers.get("retry-after")) or _retry_delay(body)
             if "quota" in lowered and ("insufficient" in lowered or "exceeded your" in lowered):
-                error = RateLimited(
-                    f"{where} says this key is out of quota or credit (HTTP 429{detail}). Check "
-                    "the plan and billing of the account.",
+                return out_of_credit(
+                    f"{where} says this key is out of quota or credit (HTTP 429{detail}).",
                     retry_after,
                 )
-                error.retryable = False
-                return error
             wait = f" Try again in {retry_after:.0f} s." if retry_after else " Try again shortly."
             return RateLimited(f"{where} is limiting requests (HTTP 429).{wait}", retry_after)
-        if status in (500, 502, 503, 504, 529):
+        if status == 405:
+            return BadResponse(
+                f"{where} does not take this request at this address (HTTP 405{detail}). Check "
+                "the base URL: it should point at the API (often ending in /v1)."
+            )
+        if status == 408:
+            return unavailable(
+                f"{where} gave up waiting for the request to arrive (HTTP 408{detail}). Check "
+                "your network, then try again."
+            )
+        if status == 409:
+            return unavailable(
+                f"{where} could not take the request because of a conflicting one (HTTP "
+                f"409{detail}). Try again in a moment."
+            )
+        if status == 422:
+            return BadResponse(
+                f"{where} could not use the request (HTTP 422{detail}). Check the agent's "
+                "settings: the model name, sampling values and stop sequences."
+            )
+        if status == 451:
+            return BadResponse(
+                f"{where} refuses this request for legal reasons (HTTP 451{detail}); the "
+                "service or this model may not be offered where you are."
+            )
+        if status == 502:
+            return unavailable(
+                f"A gateway in front of {where} got no valid answer from the server (HTTP "
+                f"502{detail}): it may be down or restarting. Try again in a moment."
+            )
+        if status == 503:
+            return unavailable(
+                f"{where} is unavailable or overloaded right now (HTTP 503{detail}). Try again "
+                "in a moment."
+            )
+        if status == 504:
+            # A proxy's own stall timeout: like a stall, not retried automatically (a long
+            # prompt would be read again from the start and time out again).
+            return unavailable(
+                f"A gateway in front of {where} timed out waiting for the server (HTTP "
+                f"504{detail}). A long prompt may take the server longer than the gateway "
+                "allows; press Retry, or shorten the conversation.",
+                auto_retry=False,
+            )
+        if status in (500, 529):
             what = "is overloaded" if status == 529 else "had a server error"
             return unavailable(f"{where} {what} (HTTP {status}{detail}). Try again in a moment.")
         if status >= 500:

@@ -1,9 +1,13 @@
 """Automatic retry with backoff, only while retrying cannot duplicate or lose visible text.
 
 ``RetryingProvider`` wraps any Provider. A call is retried when it fails with a *retryable*
-``UserError`` (``error.retryable``: rate limits, server errors, refused connections, dropped
-connections) **before the first TextDelta or ReasoningDelta**; once text has been shown, the
-error goes to the caller, which keeps the partial text and offers Retry.
+``UserError`` (``retries_automatically``: rate limits, server errors, dropped connections)
+**before the first TextDelta or ReasoningDelta**; once text has been shown, the error goes to
+the caller, which keeps the partial text and offers Retry. A stall (``Stalled``: the server
+sent nothing for the stall timeout) and a gateway timeout (HTTP 504) are never retried here:
+before the first token the server may be evaluating a long prompt, a retry would start that
+over, and three silent attempts would make the person wait three timeouts before hearing
+anything. They go to the caller at once, still ``retryable`` (the person's Retry).
 
 Non-delta events (RunInfo, Timing, Usage) of an attempt are held back until its first delta (or
 its end), so the statistics describe the attempt that answered, not one that failed.
@@ -23,7 +27,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import cast
 
 from desktop.errors import UserError
-from desktop.llm.errors import RateLimited
+from desktop.llm.errors import RateLimited, retries_automatically
 from desktop.llm.events import Finished, ReasoningDelta, StreamEvent, TextDelta
 from desktop.llm.provider import ChatRequest, Provider
 
@@ -91,7 +95,7 @@ class RetryingProvider:
                 return
             except UserError as error:
                 last = attempt == self._attempts - 1
-                if shown or not error.retryable or last:
+                if shown or not retries_automatically(error) or last:
                     raise
                 delay = self.delay_for(attempt, error)
                 if delay is None:

@@ -30,8 +30,17 @@ import httpx
 import httpx_sse
 
 from desktop.errors import ValidationError
-from desktop.llm.errors import BadResponse
-from desktop.llm.events import Finished, FinishReason, RunInfo, StreamEvent, Timing, Usage
+from desktop.llm.errors import BadResponse, Stalled
+from desktop.llm.events import (
+    Finished,
+    FinishReason,
+    ReasoningDelta,
+    RunInfo,
+    StreamEvent,
+    TextDelta,
+    Timing,
+    Usage,
+)
 from desktop.llm.http_errors import EndpointErrors, redact
 from desktop.llm.provider import ChatRequest
 
@@ -158,7 +167,7 @@ class HttpEndpoint(EndpointErrors):
         try:
             response = await self.client.get(url, headers={"Accept": "application/json", **headers})
         except httpx.HTTPError as exc:
-            raise self.transport_error(exc, mid_reply=False) from exc
+            raise self.transport_error(exc, mid_reply=False, listing=True) from exc
         if response.status_code >= 400:
             raise self.http_error(response.status_code, response.text, response.headers, None)
         try:
@@ -314,24 +323,31 @@ class HttpProvider(abc.ABC):
             headers=self._headers(),
             model=self._model(request),
         )
-        async with contextlib.aclosing(events):
-            async for item in events:
-                if isinstance(item, Timing):
-                    yield item
-                    continue
-                data = item.data.strip()
-                if not data:
-                    continue
-                if data == reader.END_DATA:
-                    reader.done = True
-                    break
-                payload = http.decode(data)
-                if not isinstance(payload, dict):
-                    raise BadResponse(f"{http.where} sent {reader.NOT_UNDERSTOOD}")
-                for event in reader.read(item.event, payload):
-                    yield event
-                if reader.done:
-                    break
+        shown = False  # whether text (or reasoning) reached the caller: a stall's words
+        try:
+            async with contextlib.aclosing(events):
+                async for item in events:
+                    if isinstance(item, Timing):
+                        yield item
+                        continue
+                    data = item.data.strip()
+                    if not data:
+                        continue
+                    if data == reader.END_DATA:
+                        reader.done = True
+                        break
+                    payload = http.decode(data)
+                    if not isinstance(payload, dict):
+                        raise BadResponse(f"{http.where} sent {reader.NOT_UNDERSTOOD}")
+                    for event in reader.read(item.event, payload):
+                        shown = shown or isinstance(event, TextDelta | ReasoningDelta)
+                        yield event
+                    if reader.done:
+                        break
+        except Stalled as error:
+            if not shown:
+                raise
+            raise http.stalled(text_shown=True) from error.__cause__
         for event in reader.finish():
             yield event
 

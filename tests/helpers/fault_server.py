@@ -7,13 +7,17 @@ malformed streams, untrusted TLS certificates, clients that go away. It replays 
 given (fixtures in ``tests/data``), records every request it received (method, path, headers,
 body) and notices when a client disconnects while it is still sending or waiting.
 
-Each connection serves one request (``Connection: close``), in its own thread. Nothing here is
-asyncio, so it never shares the event loop of the client under test.
+Each connection serves one request (``Connection: close``), in its own thread; with
+``keep_alive=True`` a connection serves requests until the client closes it, as real servers do,
+and ``connections`` counts the connections accepted (a reused one is not counted again). Nothing
+here is asyncio, so it never shares the event loop of the client under test.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import http
 import ipaddress
 import json
 import select
@@ -103,9 +107,12 @@ class FaultServer:
         handler: Reply | Handler | list[Reply],
         *,
         tls: ssl.SSLContext | None = None,
+        keep_alive: bool = False,
     ) -> None:
         self._handler = handler
         self._tls = tls
+        self._keep_alive = keep_alive
+        self.connections = 0  # connections accepted so far
         self._count = 0
         self._lock = threading.Lock()
         self.requests: list[Recorded] = []
@@ -146,6 +153,8 @@ class FaultServer:
                 continue
             except OSError:
                 return
+            with self._lock:
+                self.connections += 1
             thread = threading.Thread(target=self._connection, args=(conn,), daemon=True)
             self._threads.append(thread)
             thread.start()
@@ -168,11 +177,13 @@ class FaultServer:
                 conn.settimeout(5)
                 conn = self._tls.wrap_socket(conn, server_side=True)
             conn.settimeout(5)
-            request = _read_request(conn)
-            if request is None:
-                return
-            reply = self._reply_for(request)
-            self._send(conn, reply)
+            while True:
+                request = _read_request(conn)
+                if request is None:
+                    return
+                reply = self._reply_for(request)
+                if not self._send(conn, reply) or not self._next_request(conn):
+                    return
         except (OSError, ssl.SSLError):
             self.disconnected.set()
         finally:
@@ -181,14 +192,29 @@ class FaultServer:
             except OSError:
                 pass
 
-    def _send(self, conn: socket.socket, reply: Reply) -> None:
+    def _keeps(self, reply: Reply) -> bool:
+        """Whether the connection stays open after ``reply`` (keep-alive and a delimited body)."""
+        delimited = reply.chunked or isinstance(reply.body, bytes)
+        return self._keep_alive and reply.raw is None and reply.after == "end" and delimited
+
+    def _next_request(self, conn: socket.socket) -> bool:
+        """Wait for the client's next request on a kept connection: True when it sends one."""
+        while not self._stop.is_set():
+            readable, _, _ = select.select([conn], [], [], 0.05)
+            if readable or (isinstance(conn, ssl.SSLSocket) and conn.pending()):
+                return True
+        return False
+
+    def _send(self, conn: socket.socket, reply: Reply) -> bool:
+        """Send ``reply``; True when the connection may serve another request."""
         if reply.raw is not None:
             conn.sendall(reply.raw)
-            return
+            return False
         chunks: Iterable[bytes] = [reply.body] if isinstance(reply.body, bytes) else reply.body
-        head = [f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, 'Status')}"]
+        head = [f"HTTP/1.1 {reply.status} {_reason(reply.status)}"]
         head.append(f"Content-Type: {reply.content_type}")
-        head.append("Connection: close")
+        if not self._keeps(reply):
+            head.append("Connection: close")
         if reply.chunked:
             head.append("Transfer-Encoding: chunked")
         elif isinstance(reply.body, bytes) and reply.after == "end":
@@ -197,7 +223,7 @@ class FaultServer:
         conn.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
         for chunk in chunks:
             if self._stop.is_set():
-                return
+                return False
             if not chunk:
                 continue
             if reply.chunked:
@@ -205,18 +231,19 @@ class FaultServer:
             conn.sendall(chunk)
             if reply.chunk_delay_s and self._client_left(conn, reply.chunk_delay_s):
                 self.disconnected.set()
-                return
+                return False
         if reply.after == "drop":
             conn.shutdown(socket.SHUT_RDWR)
-            return
+            return False
         if reply.after == "stall":
             while not self._stop.is_set():
                 if self._client_left(conn, 0.05):
                     self.disconnected.set()
-                    return
-            return
+                    return False
+            return False
         if reply.chunked:
             conn.sendall(b"0\r\n\r\n")
+        return self._keeps(reply)
 
     @staticmethod
     def _client_left(conn: socket.socket, wait_s: float) -> bool:
@@ -257,18 +284,10 @@ def _read_request(conn: socket.socket) -> Recorded | None:
     return Recorded(method, path, headers, body)
 
 
-_REASONS = {
-    200: "OK",
-    400: "Bad Request",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "Not Found",
-    429: "Too Many Requests",
-    500: "Internal Server Error",
-    502: "Bad Gateway",
-    503: "Service Unavailable",
-    529: "Overloaded",
-}
+def _reason(status: int) -> str:
+    with contextlib.suppress(ValueError):
+        return http.HTTPStatus(status).phrase
+    return {529: "Overloaded"}.get(status, "Status")
 
 
 def ticking_tokens(count: int | None = None, text: str = "tok") -> Iterator[bytes]:

@@ -23,6 +23,7 @@ from desktop.llm.errors import (
     ModelNotFound,
     ProviderUnavailable,
     RateLimited,
+    Stalled,
     UserError,
 )
 from desktop.llm.events import Finished, TextDelta, Timing
@@ -250,8 +251,74 @@ def test_stall_between_chunks_fails_after_the_stall_timeout_keeping_text(kind: s
     reply = Reply(body=[OPENING_TEXT[kind]], after="stall")
     events, error = call(kind, reply, stall_timeout_s=0.3)
     assert text(events) == "Hel"
-    assert isinstance(error, ProviderUnavailable) and "0.3 s" in error.user_message
-    assert "stall timeout" in error.user_message
+    assert isinstance(error, Stalled) and "0.3 s" in error.user_message
+    assert "stall timeout" in error.user_message and "text so far is kept" in error.user_message
+    assert "middle of the reply" in error.user_message
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_stall_after_the_headers_before_any_text_says_what_may_be_happening(kind: str) -> None:
+    events, error = call(kind, Reply(body=[], after="stall"), stall_timeout_s=0.3)
+    assert not text(events)
+    assert isinstance(error, Stalled) and error.retryable
+    assert "sent nothing for 0.3 s" in error.user_message
+    assert "long prompt" in error.user_message and "Retry" in error.user_message
+    assert "text so far" not in error.user_message  # there is none
+
+
+def test_stall_while_listing_models_is_a_stall_of_the_list() -> None:
+    async def go(url: str) -> UserError | None:
+        provider = make("openai", url, stall_timeout_s=0.3)
+        try:
+            await provider.list_models()
+        except UserError as exc:
+            return exc
+        finally:
+            await provider.aclose()
+        return None
+
+    with FaultServer(Reply(body=[], content_type="application/json", after="stall")) as server:
+        error = asyncio.run(go(server.url))
+    assert isinstance(error, Stalled) and "listing its models" in error.user_message
+
+
+def test_payload_too_large_says_the_request_is_too_big_not_the_model_name() -> None:
+    page = b"<html><body><h1>413 Request Entity Too Large</h1></body></html>"
+    _, error = call("openai", error_reply(413, page))
+    assert isinstance(error, ContextTooLong)  # the pane offers to leave out older messages
+    assert "HTTP 413" in error.user_message and "too large" in error.user_message
+    assert "model name" not in error.user_message
+
+
+# Each uncommon status in its own words: (status, error type, words it must say, retryable).
+UNCOMMON = [
+    (402, RateLimited, "payment is required", False),
+    (405, BadResponse, "base URL", False),
+    (408, ProviderUnavailable, "waiting for the request", True),
+    (409, ProviderUnavailable, "conflicting", True),
+    (410, ModelNotFound, "no longer offers the model “test-model”", False),
+    (422, BadResponse, "sampling values", False),
+    (451, BadResponse, "legal reasons", False),
+    (502, ProviderUnavailable, "gateway in front of", True),
+    (503, ProviderUnavailable, "unavailable or overloaded", True),
+    (504, ProviderUnavailable, "gateway in front of", True),
+]
+
+
+@pytest.mark.parametrize(("status", "cls", "words", "retryable"), UNCOMMON)
+def test_uncommon_statuses_read_right(status: int, cls: type, words: str, retryable: bool) -> None:
+    _, error = call("openai", error_reply(status, {"error": {"message": "why"}}))
+    assert type(error) is cls and error.retryable is retryable
+    assert words in error.user_message and f"HTTP {status}: why" in error.user_message
+    assert "Test openai (127.0.0.1)" in error.user_message
+    if status != 422:
+        assert "model name" not in error.user_message
+
+
+def test_unprocessable_request_about_context_is_context_too_long() -> None:
+    body = {"error": {"message": "This model's maximum context length is 4096 tokens."}}
+    _, error = call("openai", error_reply(422, body))
+    assert isinstance(error, ContextTooLong)
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 
-from desktop.llm.errors import AuthError, ProviderUnavailable, RateLimited
+from desktop.llm.errors import AuthError, ProviderUnavailable, RateLimited, Stalled
 from desktop.llm.events import Finished, RunInfo, TextDelta
 from desktop.llm.retry import RetryingProvider
 from tests.helpers.fault_server import FaultServer, Reply, error_reply, fixture, replay
-from tests.llm.streams import make, only, run, text
+from tests.llm.streams import KINDS, make, only, run, text
 
 
 class Sleeps:
@@ -127,3 +127,33 @@ def test_cancel_during_backoff_stops_retrying() -> None:
 def test_text_is_not_duplicated_by_a_retry() -> None:
     events, _, _, _ = retried("openai", [BUSY, OK])
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["Hi", "!"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_stall_before_the_first_token_is_not_retried_but_offers_retry(kind: str) -> None:
+    """Headers, then nothing: the server may be reading a long prompt. One wait of the stall
+    timeout, then the error at once (not three silent ones), still retryable by the person."""
+    sleeps = Sleeps()
+    with FaultServer(Reply(body=[], after="stall")) as server:
+        inner = make(kind, server.url, stall_timeout_s=0.3)
+        events, error = asyncio.run(run(RetryingProvider(inner, attempts=3, sleep=sleeps)))
+        calls = len(server.requests)
+    assert isinstance(error, Stalled) and error.kind == "stalled"
+    assert error.retryable  # the Retry button may help
+    assert calls == 1 and sleeps.delays == [] and not text(events)
+    assert "0.3 s" in error.user_message and "Retry" in error.user_message
+    assert "long prompt" in error.user_message and "text so far" not in error.user_message
+
+
+def test_a_gateway_timeout_is_not_retried_automatically_either() -> None:
+    timed_out = error_reply(504, {"error": {"message": "upstream timed out"}})
+    _, error, delays, calls = retried("openai", [timed_out, OK])
+    assert isinstance(error, ProviderUnavailable) and error.retryable
+    assert calls == 1 and delays == [] and "504" in error.user_message
+
+
+@pytest.mark.parametrize("status", [502, 503, 408])
+def test_transient_gateway_and_server_statuses_are_still_retried(status: int) -> None:
+    failed = error_reply(status, {"error": {"message": "hiccup"}})
+    _, error, delays, calls = retried("openai", [failed, OK])
+    assert error is None and calls == 2 and len(delays) == 1
