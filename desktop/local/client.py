@@ -26,6 +26,7 @@ from desktop.local.loading import LoadParams
 from desktop.local.worker import worker_main
 
 log = logging.getLogger("simi.local")
+_worker_log = logging.getLogger("simi.local.worker")
 
 ModelState = Literal["unloaded", "loading", "ready", "busy", "error"]
 CANCEL_GRACE_S = 2.0  # a worker that does not stop within this is killed and reloaded later
@@ -99,6 +100,11 @@ class WorkerClient:
                 message = conn.recv()
             except (EOFError, OSError):
                 break
+            if message[0] == "log":  # the worker's log record, into the app's log
+                _, level, name, text = message
+                # under "simi" whatever logged it, so it reaches the app's log and not stderr
+                _worker_log.log(level, "[pid %s] %s: %s", process.pid, name, text)
+                continue
             if message[0] == "state":
                 self._post(("state", message[1], message[2]))
                 continue

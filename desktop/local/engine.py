@@ -23,6 +23,7 @@ from desktop.llm.events import Finished, RunInfo, StreamEvent, TextDelta, Timing
 from desktop.llm.provider import ChatMessage, ChatRequest
 from desktop.local.gpu import backend_name
 from desktop.local.loading import (
+    CHATML_TEMPLATE_NOTE,
     LoadedModel,
     Loader,
     LoadParams,
@@ -82,38 +83,39 @@ class LocalEngine:
             self.unload()
             self._model = load_model(params, self._loader)
             self._unreported_load_ms = self._model.load_ms
+            compiled_template(self._model)  # a template that does not compile: known now
         return self._model
 
     @staticmethod
     def format_prompt(
         model: LoadedModel, messages: tuple[ChatMessage, ...]
     ) -> tuple[str, tuple[str, ...], bool]:
-        """Render the conversation with the model's own template (ChatML if it has none).
+        """Render the conversation with the model's own template (ChatML if it has none, or
+        if it does not work).
 
         Returns (prompt, extra stop strings, whether BOS is already in the text).
         """
-        msgs = [{"role": m.role, "content": m.content} for m in messages]
-        if not model.template:
-            return chatml_prompt(msgs), ("<|im_end|>",), False
-        formatter = model.formatter
-        if formatter is None:
-            # Compiling the Jinja template takes ~1.5 ms: once per loaded model, not per turn.
-            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+        prompt, stops, has_bos, _chatml = LocalEngine.render_prompt(model, messages)
+        return prompt, stops, has_bos
 
-            llm = model.llm
-            eos = llm._model.token_get_text(llm.token_eos()) if llm.token_eos() != -1 else ""
-            bos = llm._model.token_get_text(llm.token_bos()) if llm.token_bos() != -1 else ""
-            formatter = Jinja2ChatFormatter(template=model.template, eos_token=eos, bos_token=bos)
-            model.formatter = formatter
+    @staticmethod
+    def render_prompt(
+        model: LoadedModel, messages: tuple[ChatMessage, ...]
+    ) -> tuple[str, tuple[str, ...], bool, bool]:
+        """``format_prompt`` and whether ChatML was used (no template, or a broken one)."""
+        msgs = [{"role": m.role, "content": m.content} for m in messages]
+        formatter = compiled_template(model)
+        if formatter is None:
+            return chatml_prompt(msgs), ("<|im_end|>",), False, True
         try:
             result = formatter(messages=msgs)
-        except Exception as exc:  # a broken template in the file: say so, fall back to ChatML
+        except Exception as exc:  # a template that fails at render: say so, use ChatML
             log.warning("chat template of %s failed (%s); using ChatML", model.path.name, exc)
-            return chatml_prompt(msgs), ("<|im_end|>",), False
+            return chatml_prompt(msgs), ("<|im_end|>",), False, True
         stops = (
             result.stop if isinstance(result.stop, list) else [result.stop] if result.stop else []
         )
-        return result.prompt, tuple(s for s in stops if s), bool(result.added_special)
+        return result.prompt, tuple(s for s in stops if s), bool(result.added_special), False
 
     def generate(
         self, params: LoadParams, request: ChatRequest, cancel: CancelFlag
@@ -177,6 +179,10 @@ class LocalEngine:
         n_ctx = int(llm.n_ctx())
         load_params = params.as_dict()
         load_params["n_gpu_layers"] = model.gpu_layers_used
+        prompt, template_stops, has_bos, chatml = self.render_prompt(model, request.messages)
+        notice = model.notice
+        if chatml and model.template_note is None:  # the template failed on this conversation
+            notice = " ".join(n for n in (notice, CHATML_TEMPLATE_NOTE) if n)
         yield RunInfo(
             model_reported=model.name,
             backend=backend_name(),
@@ -184,9 +190,8 @@ class LocalEngine:
             load_params=load_params,
             model_file_size=model.file_size,
             quantization=model.quantization,
-            notice=model.notice,
+            notice=notice,
         )
-        prompt, template_stops, has_bos = self.format_prompt(model, request.messages)
         tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=not has_bos, special=True)
         if len(tokens) >= n_ctx - 1:
             raise ContextTooLong(
@@ -278,6 +283,32 @@ class LocalEngine:
             load_ms=load_ms,
         )
         yield Finished(finish)  # type: ignore[arg-type]
+
+
+def compiled_template(model: LoadedModel) -> Any:
+    """The model's chat template, compiled once per loaded model (~1.5 ms); None when the
+    file has none or it does not compile (``model.template_error`` then says why)."""
+    if not model.template or model.template_error:
+        return None
+    if model.formatter is None:
+        try:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            llm = model.llm
+            eos = llm._model.token_get_text(llm.token_eos()) if llm.token_eos() != -1 else ""
+            bos = llm._model.token_get_text(llm.token_bos()) if llm.token_bos() != -1 else ""
+            model.formatter = Jinja2ChatFormatter(
+                template=model.template, eos_token=eos, bos_token=bos
+            )
+        except Exception as exc:  # jinja2.TemplateError, or anything a template module raises
+            model.template_error = str(exc) or type(exc).__name__
+            log.warning(
+                "chat template of %s does not compile (%s); using ChatML",
+                model.path.name,
+                model.template_error,
+            )
+            return None
+    return model.formatter
 
 
 def count_prompt_tokens(model: LoadedModel, messages: tuple[ChatMessage, ...]) -> int:

@@ -17,7 +17,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,9 @@ log = logging.getLogger("simi.local")
 
 # ggml_type ids for the KV cache (ggml.h): F16 = 1, Q4_0 = 2, Q8_0 = 8.
 KV_TYPE_IDS = {"f16": 1, "q4_0": 2, "q8_0": 8}
-CHATML_TEMPLATE_NOTE = "No chat template in the model file; using ChatML."
+# The notice of a model whose chat template is missing, cannot be compiled, or fails to render:
+# the reply is made with ChatML either way (the template's own error goes to the log).
+CHATML_TEMPLATE_NOTE = "No usable chat template in the model file; using ChatML."
 
 # llama.cpp's log is one per process, and so is its sink. The last lines llama.cpp logged, so a
 # load failure can say what llama.cpp itself complained about instead of llama-cpp-python's
@@ -175,6 +177,8 @@ class LoadedModel:
         self.name = meta.get("general.name") or self.path.stem
         self.template: str | None = meta.get("tokenizer.chat_template")
         self.formatter: Any = None  # the compiled chat template, built on first use
+        # Why the file's template cannot be used (it does not compile), once that is known.
+        self.template_error: str | None = None
         try:
             st = self.path.stat()
             self.file_size: int | None = st.st_size
@@ -185,7 +189,7 @@ class LoadedModel:
 
     @property
     def template_note(self) -> str | None:
-        return None if self.template else CHATML_TEMPLATE_NOTE
+        return None if self.template and not self.template_error else CHATML_TEMPLATE_NOTE
 
     @property
     def notice(self) -> str | None:
@@ -246,7 +250,8 @@ def load_model(params: LoadParams, loader: Loader | None = None) -> LoadedModel:
         LLAMA_REPORTED_MIB.clear()
         kwargs["n_gpu_layers"] = layers
         try:
-            llm = loader(**kwargs)
+            with _tolerant_chat_templates():
+                llm = loader(**kwargs)
             break
         except (ValueError, RuntimeError, OSError, MemoryError) as exc:
             if layers != 0 and _looks_like_oom(exc):
@@ -277,6 +282,44 @@ def load_model(params: LoadParams, loader: Loader | None = None) -> LoadedModel:
         )
     log.info("loaded %s in %.0f ms (%s GPU layers)", path.name, load_ms, layers)
     return LoadedModel(params, llm, load_ms, gpu_layers_used=layers, gpu_note=note)
+
+
+@contextlib.contextmanager
+def _tolerant_chat_templates() -> Iterator[None]:
+    """While ``llama_cpp.Llama`` loads, a chat template in the file that does not compile
+    must not fail the load: the constructor compiles every template in the metadata (for its
+    own chat handlers, which SIMI does not use; ``LocalEngine.format_prompt`` renders the
+    template itself and falls back to ChatML). A broken one becomes a handler that says so."""
+    try:
+        from llama_cpp import llama_chat_format
+    except ImportError:
+        yield
+        return
+    real = llama_chat_format.Jinja2ChatFormatter
+
+    class Tolerant:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self._error: Exception | None = None
+            try:
+                self._formatter: Any = real(*args, **kwargs)
+            except Exception as exc:  # jinja2.TemplateError and whatever a template raises
+                self._error = exc
+
+        def to_chat_handler(self) -> Any:
+            if self._error is None:
+                return self._formatter.to_chat_handler()
+            error = self._error
+
+            def broken(*_args: Any, **_kwargs: Any) -> Any:
+                raise LocalModelError(f"The model's chat template does not work: {error}")
+
+            return broken
+
+    llama_chat_format.Jinja2ChatFormatter = Tolerant  # type: ignore[misc,assignment]
+    try:
+        yield
+    finally:
+        llama_chat_format.Jinja2ChatFormatter = real  # type: ignore[misc]
 
 
 def _fewer_layers(path: Path, layers: int) -> int:

@@ -7,7 +7,10 @@ Protocol (pickled tuples over a multiprocessing Pipe; the app side is ``desktop.
                     | ("ping",) | ("shutdown",)
     worker -> app   ("state", name, detail) | ("event", req_id, StreamEvent)
                     | ("done", req_id) | ("error", req_id, kind, message, extra)
-                    | ("pong", info) | ("unloaded",)
+                    | ("pong", info) | ("unloaded",) | ("log", level, logger, text)
+
+The worker's own log records (and the tracebacks of its unexpected failures) travel as "log"
+messages and are written to the app's log; nothing of the worker is printed to stderr.
 
 Cancellation does not travel through the pipe (the worker is busy generating): the app sets a
 shared flag that the decode loop checks between tokens and llama.cpp's abort callback checks
@@ -16,11 +19,14 @@ during prefill (installed by the engine for the prefill only; see ``LocalEngine.
 
 from __future__ import annotations
 
+import logging
 import os
-import traceback
+import threading
 from typing import Any
 
 from desktop.errors import UserError
+
+log = logging.getLogger("simi.local.worker")
 
 # These are the error kinds the app knows how to rebuild (desktop.local.client).
 REBUILDABLE = ("context_too_long", "local_model")
@@ -42,17 +48,48 @@ class SharedFlag:
         self._raw.value = 0
 
 
+class PipeLogHandler(logging.Handler):
+    """Sends each record, formatted with its traceback, to the app as a "log" message."""
+
+    def __init__(self, send: Any) -> None:
+        super().__init__()
+        self._send = send
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._send("log", record.levelno, record.name, self.format(record))
+        except Exception:  # the pipe is gone: the app cannot hear it anyway
+            pass
+
+
 def worker_main(conn: Any, raw_flag: Any) -> None:
     """Entry point of the worker process."""
+    send_lock = threading.Lock()
+
+    def send(*message: Any) -> None:
+        with send_lock:
+            conn.send(message)
+
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    root.addHandler(PipeLogHandler(send))
+    root.setLevel(logging.INFO)
+    logging.lastResort = None  # a record with no handler is dropped, never printed
+    try:
+        _serve(conn, raw_flag, send)
+    except Exception:  # a bug here: the app hears of it in the log and as a death notice
+        log.exception("llama.cpp worker failed")
+
+
+def _serve(conn: Any, raw_flag: Any, send: Any) -> None:
     from desktop.local.engine import LocalEngine
     from desktop.local.loading import capture_llama_logs
 
     capture_llama_logs()
     flag = SharedFlag(raw_flag)
     engine = LocalEngine()
-
-    def send(*message: Any) -> None:
-        conn.send(message)
 
     while True:
         try:
@@ -76,8 +113,8 @@ def worker_main(conn: Any, raw_flag: Any) -> None:
             except UserError as exc:
                 send("error", None, exc.kind, exc.user_message, _extra(exc))
             except Exception as exc:  # unexpected: report, keep serving
+                log.exception("loading %s failed", params.model_path)
                 send("error", None, "local_model", f"Loading failed: {exc}", {})
-                traceback.print_exc()
         elif op == "generate":
             _, req_id, params, request = message
             try:
@@ -88,9 +125,11 @@ def worker_main(conn: Any, raw_flag: Any) -> None:
                 _stream(engine.generate(params, request, flag), req_id, send)
                 send("done", req_id)
             except UserError as exc:
+                if exc.__cause__ is not None:
+                    log.warning("request %s: %s", req_id, exc.user_message, exc_info=exc)
                 send("error", req_id, exc.kind, exc.user_message, _extra(exc))
             except Exception as exc:
-                traceback.print_exc()
+                log.exception("request %s failed in llama.cpp", req_id)
                 send("error", req_id, "local_model", f"llama.cpp failed: {exc}", {})
             finally:
                 flag.clear()
