@@ -368,19 +368,23 @@ def _ask(services: Any, args: argparse.Namespace) -> int:
 
 
 # stats ------------------------------------------------------------------------------------------
-_STATS_KEYS = (
-    "agent",
-    "calls",
-    "errors",
-    "avg_ttft_ms",
-    "avg_decode_tok_s",
-    "prompt_tokens",
-    "cached_tokens",
-    "output_tokens",
+_STATS_COLUMNS = (  # (header, key) of the table; JSON has every aggregate
+    ("agent", "agent"),
+    ("calls", "calls"),
+    ("complete", "complete"),
+    ("cancelled", "cancelled"),
+    ("errors", "errors"),
+    ("avg TTFT ms", "avg_ttft_ms"),
+    ("avg decode tok/s", "avg_decode_tok_s"),
+    ("in", "prompt_tokens"),
+    ("cached", "cached_tokens"),
+    ("out", "output_tokens"),
 )
 
 
 def _stats(services: Any, args: argparse.Namespace) -> int:
+    """Per agent: every call counted once as what became of it (complete, cancelled by the
+    person, or an error, named by kind under the table)."""
     rows = services.stats.per_agent(args.agent)
     if args.json:
         print(json.dumps(rows, indent=2))
@@ -388,12 +392,19 @@ def _stats(services: Any, args: argparse.Namespace) -> int:
     if not rows:
         print("No calls recorded yet." if not args.agent else f"No calls for “{args.agent}”.")
         return EXIT_OK
-    header = ["agent", "calls", "errors", "avg TTFT ms", "avg decode tok/s", "in", "cached", "out"]
-    table = [[_fmt(r[key]) for key in _STATS_KEYS] for r in rows]
+    header = [h for h, _ in _STATS_COLUMNS]
+    table = [[_fmt(r[key]) for _, key in _STATS_COLUMNS] for r in rows]
     widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(header)]
-    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
     for row in table:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    failed = [r for r in rows if r.get("error_kinds")]
+    if failed:
+        print()
+        print("errors by kind:")
+        for r in failed:
+            kinds = ", ".join(f"{kind} {n}" for kind, n in r["error_kinds"].items())
+            print(f"  {r['agent']}: {kinds}")
     return EXIT_OK
 
 

@@ -213,3 +213,70 @@ def test_edit_base_url_carries_the_key_only_within_its_host(cli_env, secret_serv
     assert stored_key() is None
     shown = json.loads(simi(cli_env, "agents", "show", "Keyed", "--json").stdout)
     assert shown["has_api_key"] is False and key not in json.dumps(shown)
+
+
+def test_stats_count_every_outcome_as_itself(cli_env) -> None:
+    """Complete, Stop and a context overflow (kept through Retry) each count as what they were."""
+    import asyncio
+
+    from desktop.chat.services import Services
+    from desktop.llm.events import TextDelta
+    from desktop.settings.paths import AppPaths
+    from desktop.store.agents import Agent
+    from tests.helpers.fault_server import FaultServer, Reply, error_reply, ticking_tokens
+
+    overflow = {
+        "error": {
+            "message": "This model's maximum context length is 16 tokens.",
+            "code": "context_length_exceeded",
+        }
+    }
+    replies = [
+        Reply(body=ticking_tokens(3)),
+        error_reply(400, overflow),
+        Reply(body=ticking_tokens(None), chunk_delay_s=0.02),
+        Reply(body=ticking_tokens(2)),
+    ]
+    services = Services.open(AppPaths.from_env())
+    try:
+        with FaultServer(replies) as server:
+            agent = services.agents.create(
+                Agent(
+                    name="Remote", kind="openai-compatible", base_url=server.url + "/v1", model="m"
+                )
+            )
+            chat, conv = services.chat, services.conversations.create(agent.id)
+            done = asyncio.run(chat.run(chat.begin(conv.id, agent, "one")))
+            failed = asyncio.run(chat.run(chat.begin(conv.id, agent, "two")))
+            assert (done.status, failed.error.kind) == ("complete", "context_too_long")
+
+            async def stopped() -> str:
+                turn = chat.begin(conv.id, agent, "three")
+                task: asyncio.Task = asyncio.ensure_future(
+                    chat.run(turn, on_event=lambda e: isinstance(e, TextDelta) and task.cancel())
+                )
+                try:
+                    await task
+                except asyncio.CancelledError:
+                    pass
+                return turn.status
+
+            assert asyncio.run(stopped()) == "cancelled"
+            retry = chat.begin_retry(conv.id, agent, failed.assistant_message_id)
+            assert asyncio.run(chat.run(retry)).status == "complete"
+    finally:
+        services.close()
+
+    out = simi(cli_env, "stats", "--json")
+    assert out.returncode == 0, out.stderr
+    (row,) = [r for r in json.loads(out.stdout) if r["agent"] == "Remote"]
+    assert (row["calls"], row["complete"], row["cancelled"], row["errors"]) == (4, 2, 1, 1)
+    assert row["error_kinds"] == {"context_too_long": 1}
+    text = simi(cli_env, "stats", "--agent", "remote").stdout
+    header, line = text.splitlines()[:2]
+    assert header.split() == [
+        "agent", "calls", "complete", "cancelled", "errors", "avg", "TTFT", "ms", "avg",
+        "decode", "tok/s", "in", "cached", "out",
+    ]  # fmt: skip
+    assert line.split()[:5] == ["Remote", "4", "2", "1", "1"]
+    assert "errors by kind:" in text and "Remote: context_too_long 1" in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import string
 from typing import Any
 
 import sqlite_utils
@@ -93,11 +94,19 @@ class StatsStore:
         )
 
     def per_agent(self, agent_name: str | None = None) -> list[dict[str, Any]]:
-        """Aggregates grouped by agent (by name, so history survives renames of others)."""
+        """Aggregates grouped by agent (by name, so history survives renames of others).
+
+        Every call is counted as what it was, once: ``complete`` (finished on its own: stop,
+        length, …), ``cancelled`` (stopped by the person) or ``errors`` (failed; by kind in
+        ``error_kinds``, e.g. ``{"context_too_long": 1}``); ``calls`` is their sum. Speeds and
+        TTFT average the calls that produced them (a failed call has none).
+        """
         where, params = _agent_filter(agent_name)
-        return self._rows(
-            "SELECT agent_name AS agent, COUNT(*) AS calls, "
-            "SUM(CASE WHEN error_kind IS NULL THEN 0 ELSE 1 END) AS errors, "
+        rows = self._rows(
+            f"SELECT agent_name AS agent, COUNT(*) AS calls, "
+            f"SUM(CASE WHEN {_OUTCOME} = 'complete' THEN 1 ELSE 0 END) AS complete, "
+            f"SUM(CASE WHEN {_OUTCOME} = 'cancelled' THEN 1 ELSE 0 END) AS cancelled, "
+            f"SUM(CASE WHEN {_OUTCOME} = 'error' THEN 1 ELSE 0 END) AS errors, "
             "ROUND(AVG(ttft_ms), 1) AS avg_ttft_ms, "
             "ROUND(AVG(decode_tok_s), 2) AS avg_decode_tok_s, "
             "ROUND(AVG(prefill_tok_s), 2) AS avg_prefill_tok_s, "
@@ -110,6 +119,33 @@ class StatsStore:
             "ORDER BY calls DESC, agent",
             params,
         )
+        kinds: dict[str, dict[str, int]] = {}
+        for r in self._rows(
+            f"SELECT agent_name AS agent, {_ERROR_KIND} AS kind, COUNT(*) AS n "
+            f"FROM inference_stats {where} {'AND' if where else 'WHERE'} {_OUTCOME} = 'error' "
+            "GROUP BY agent_name COLLATE NOCASE, kind ORDER BY n DESC, kind",
+            params,
+        ):
+            kinds.setdefault(_nocase(r["agent"]), {})[str(r["kind"])] = int(r["n"])
+        for row in rows:
+            row["error_kinds"] = kinds.get(_nocase(row["agent"]), {})
+        return rows
+
+
+# What became of a call, from its row: an error kind means it failed (whatever the finish
+# reason says), a "cancelled" finish that the person stopped it, anything else that it
+# finished on its own.
+_OUTCOME = (
+    "(CASE WHEN error_kind IS NOT NULL OR finish_reason = 'error' THEN 'error' "
+    "WHEN finish_reason = 'cancelled' THEN 'cancelled' ELSE 'complete' END)"
+)
+_ERROR_KIND = "COALESCE(error_kind, 'unknown')"
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+def _nocase(name: object) -> str:
+    """A name as SQLite's NOCASE compares it (ASCII letters only), to match groups."""
+    return str(name).translate(_ASCII_LOWER)
 
 
 def _agent_filter(agent_name: str | None) -> tuple[str, list[Any]]:
