@@ -59,17 +59,36 @@ SECRETS_SEEN = _SecretRegistry()
 
 
 class RedactingFilter(logging.Filter):
-    """Replaces any known secret in a log record's final text with ``[redacted]``."""
+    """Blanks every known secret out of all that a handler writes of a record, with
+    ``[redacted]``: the message (``msg`` with its ``args``), the traceback (``exc_info``,
+    formatted here into ``exc_text``, which formatters reuse) and ``stack_info``.
+
+    Handlers share the record, so one with this filter redacts it for those that come after
+    it too; put it on every handler that writes anywhere (``setup_logging`` does).
+    """
+
+    _formatter = logging.Formatter()
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             message = record.getMessage()
-        except Exception:  # a bad format string must not lose the record
-            return True
+        except Exception:  # a bad format string must not lose the record (nor leak its args)
+            message = f"{record.msg!s} (arguments: {record.args!r})"
+            record.args = None
+            record.msg = message
         redacted = SECRETS_SEEN.redact(message)
         if redacted != message:
             record.msg = redacted
             record.args = None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self._formatter.formatException(record.exc_info)
+        if record.exc_text:
+            text = SECRETS_SEEN.redact(record.exc_text)
+            if text != record.exc_text:
+                record.exc_text = text
+                record.exc_info = None  # nothing may format the raw traceback again
+        if record.stack_info:
+            record.stack_info = SECRETS_SEEN.redact(record.stack_info)
         return True
 
 
