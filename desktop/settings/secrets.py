@@ -5,7 +5,8 @@ One keyring entry per endpoint: service ``simi-multi``, username ``endpoint:<key
 Where no real keyring backend is available the store says so (``available`` is False) and,
 only if the person agrees, keeps keys in memory for this run. Nothing is ever written to disk
 by us, and a plaintext/file backend (keyrings.alt, keyrings.cryptfile) is refused rather than
-used silently.
+used silently, also when it sits inside a chainer (keyring's ``ChainerBackend``, which would
+hand a key to the first backend that takes it).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import threading
 
 import keyring
 import keyring.backend
+import keyring.backends.chainer
 import keyring.errors
 
 from desktop.errors import UserError
@@ -25,6 +27,8 @@ SERVICE = "simi-multi"
 
 # Backends that store secrets in plain (or home-made encrypted) files: never accepted.
 _REFUSED_MODULE_PREFIXES = ("keyrings.alt", "keyrings.cryptfile", "keyring.backends.null")
+# The file backends by class name too, wherever a copy of one is defined.
+_REFUSED_CLASS_NAMES = frozenset({"PlaintextKeyring", "EncryptedKeyring", "CryptFileKeyring"})
 
 
 class SecretsUnavailable(UserError):
@@ -92,6 +96,39 @@ class RedactingFilter(logging.Filter):
         return True
 
 
+def _dotted(backend: object) -> str:
+    return f"{type(backend).__module__}.{type(backend).__name__}"
+
+
+def _chained(backend: object) -> list[object]:
+    if not isinstance(backend, keyring.backends.chainer.ChainerBackend):
+        return []
+    try:
+        return list(backend.backends)
+    except Exception:
+        return []
+
+
+def _is_real(backend: object) -> bool:
+    """A backend of the OS keyring: no class it is built from comes from a plaintext/file
+    package (``keyrings.alt``, ``keyrings.cryptfile``), the null or the fail backend, and it
+    has a positive priority. A chainer is never real by itself (see ``available``)."""
+    if isinstance(backend, keyring.backends.chainer.ChainerBackend):
+        return False
+    for cls in type(backend).__mro__:
+        module = cls.__module__ or ""
+        if module.startswith(_REFUSED_MODULE_PREFIXES) or module.startswith(
+            "keyring.backends.fail"
+        ):
+            return False
+        if cls.__name__ in _REFUSED_CLASS_NAMES:
+            return False
+    try:
+        return float(backend.priority) > 0  # type: ignore[attr-defined]
+    except Exception:
+        return False
+
+
 def redact(text: str) -> str:
     return SECRETS_SEEN.redact(text)
 
@@ -110,20 +147,24 @@ class SecretStore:
 
     @property
     def backend_name(self) -> str:
-        return f"{type(self._backend).__module__}.{type(self._backend).__name__}"
+        """The backend's dotted name; a chainer's with the backends it chains."""
+        name = _dotted(self._backend)
+        inner = _chained(self._backend)
+        if inner:
+            name += " (chaining " + ", ".join(_dotted(b) for b in inner) + ")"
+        return name
 
     @property
     def available(self) -> bool:
-        """True when a real OS keyring backend is in use."""
-        module = type(self._backend).__module__
-        if module.startswith(_REFUSED_MODULE_PREFIXES):
-            return False
-        if module.startswith("keyring.backends.fail"):
-            return False
-        try:
-            return float(self._backend.priority) > 0
-        except Exception:
-            return False
+        """True when a real OS keyring backend is in use: not a plaintext/file or null one,
+        and not a chainer that would hand a key to one of those."""
+        if isinstance(self._backend, keyring.backends.chainer.ChainerBackend):
+            try:
+                inner = list(self._backend.backends)
+            except Exception:
+                return False
+            return bool(inner) and all(_is_real(b) for b in inner)
+        return _is_real(self._backend)
 
     @property
     def memory_only(self) -> bool:

@@ -48,6 +48,71 @@ def test_plaintext_backends_are_never_used() -> None:
         store.set("r1", "sk-should-not-land-on-disk")
 
 
+def _fake_backend(name: str, module: str, base: type = keyring.backend.KeyringBackend) -> type:
+    """A backend class named and placed like a real one (nothing is installed)."""
+
+    def set_password(self, service, username, password):  # pragma: no cover
+        raise AssertionError(f"{name} must not be given a key")
+
+    cls = type(
+        name,
+        (base,),
+        {
+            "priority": 1,
+            "get_password": lambda self, service, username: None,
+            "set_password": set_password,
+            "delete_password": lambda self, service, username: None,
+        },
+    )
+    cls.__module__ = module
+    return cls
+
+
+def _chainer_over(*backends: object) -> keyring.backend.KeyringBackend:
+    import keyring.backends.chainer
+
+    class Chainer(keyring.backends.chainer.ChainerBackend):
+        pass
+
+    Chainer.backends = list(backends)  # type: ignore[misc]  # what keyring would discover
+    Chainer.__module__ = "keyring.backends.chainer"
+    return Chainer()
+
+
+SECRET_SERVICE = _fake_backend("Keyring", "keyring.backends.SecretService")
+PLAINTEXT = _fake_backend("PlaintextKeyring", "keyrings.alt.file")
+ENCRYPTED = _fake_backend("EncryptedKeyring", "keyrings.alt.file")
+
+
+@pytest.mark.parametrize("bad", [PLAINTEXT, ENCRYPTED], ids=lambda c: c.__name__)
+def test_a_chainer_holding_a_plaintext_backend_is_refused(bad: type) -> None:
+    chainer = _chainer_over(SECRET_SERVICE(), bad())
+    assert chainer.priority > 0  # keyring itself would pick it
+    store = SecretStore(backend=chainer)
+    assert not store.available
+    assert f"keyrings.alt.file.{bad.__name__}" in store.backend_name
+    assert f"keyrings.alt.file.{bad.__name__}" in store.unavailable_message()
+    with pytest.raises(SecretsUnavailable):
+        store.set("r1", "sk-should-not-land-on-disk")
+    assert store.get("r1") is None  # nothing read through the chainer either
+
+
+def test_a_copy_of_a_file_backend_is_refused_wherever_it_is_defined() -> None:
+    subclass = _fake_backend("MyKeys", "somewhere.else", base=PLAINTEXT)
+    assert not SecretStore(backend=subclass()).available
+    renamed = _fake_backend("PlaintextKeyring", "vendored.keyrings")
+    assert not SecretStore(backend=renamed()).available
+    assert not SecretStore(backend=_chainer_over(SECRET_SERVICE(), subclass())).available
+
+
+def test_a_chainer_of_real_keyrings_only_is_accepted() -> None:
+    other = _fake_backend("Keyring", "keyring.backends.kwallet")
+    store = SecretStore(backend=_chainer_over(SECRET_SERVICE(), other()))
+    assert store.available
+    assert "chaining keyring.backends.SecretService.Keyring" in store.backend_name
+    assert not SecretStore(backend=_chainer_over()).available  # chains nothing
+
+
 def test_known_secrets_are_redacted_from_text() -> None:
     store = SecretStore(backend=keyring.backends.fail.Keyring())
     store.allow_memory_fallback()
