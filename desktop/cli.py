@@ -334,8 +334,34 @@ def _ask(services: Any, args: argparse.Namespace) -> int:
             sys.stdout.write(event.text)
             sys.stdout.flush()
 
+    async def say_waiting() -> None:
+        """Before the first token: what the reply waits for, on stderr (stdout is the reply).
+        A terminal sees one line that counts the seconds; a pipe sees each new phase once,
+        from 2 s on (a quick reply says nothing)."""
+        shown, said = "", ""
+        tty = sys.stderr.isatty()
+        while True:
+            await asyncio.sleep(0.5)
+            clock = turn.clock
+            if clock is None:
+                continue
+            loading = agent.is_local and services.local.state == "loading"
+            text = clock.waiting_for(remote=not agent.is_local, loading_model=loading) or ""
+            if tty and text != shown:
+                sys.stderr.write(f"\r{text}\x1b[K" if text else "\r\x1b[K")
+                sys.stderr.flush()
+            phase = text.split(" · ")[0]
+            if not tty and phase and phase != said and clock.now() - clock.started >= 2:
+                print(f"simi: {phase}…", file=sys.stderr, flush=True)
+                said = phase
+            shown = text
+            if clock.first_token is not None:
+                return
+
     async def run() -> Any:
         task = asyncio.ensure_future(services.chat.run(turn, on_event=on_event))
+        waiting = asyncio.ensure_future(say_waiting())
+        task.add_done_callback(lambda _t: waiting.cancel())
         loop = asyncio.get_running_loop()
         try:
             loop.add_signal_handler(signal.SIGINT, task.cancel)

@@ -9,8 +9,11 @@ before the first token the server may be evaluating a long prompt, a retry would
 over, and three silent attempts would make the person wait three timeouts before hearing
 anything. They go to the caller at once, still ``retryable`` (the person's Retry).
 
-Non-delta events (RunInfo, Timing, Usage) of an attempt are held back until its first delta (or
-its end), so the statistics describe the attempt that answered, not one that failed.
+Non-delta events (RunInfo, Usage, later Timing) of an attempt are held back until its first
+delta (or its end), so the statistics describe the attempt that answered, not one that failed.
+The one exception is the Timing that says the response headers arrived: it passes at once, so
+the person sees "waiting for the first token" instead of "connecting" (a later attempt's own
+Timing replaces it).
 
 Delay before retry n (0-based): ``RateLimited.retry_after`` when the server sent one, otherwise
 ``base_delay_s * 2**n``; both capped at ``max_delay_s``. A server asking to wait longer than the
@@ -28,7 +31,7 @@ from typing import cast
 
 from desktop.errors import UserError
 from desktop.llm.errors import RateLimited, retries_automatically
-from desktop.llm.events import Finished, ReasoningDelta, StreamEvent, TextDelta
+from desktop.llm.events import Finished, ReasoningDelta, StreamEvent, TextDelta, Timing
 from desktop.llm.provider import ChatRequest, Provider
 
 log = logging.getLogger(__name__)
@@ -85,6 +88,8 @@ class RetryingProvider:
                                 for early in held:
                                     yield early
                                 held.clear()
+                            elif isinstance(event, Timing) and event.headers_ms is not None:
+                                yield event  # the server answered: now it is thinking
                             else:
                                 held.append(event)
                                 continue

@@ -157,3 +157,18 @@ def test_transient_gateway_and_server_statuses_are_still_retried(status: int) ->
     failed = error_reply(status, {"error": {"message": "hiccup"}})
     _, error, delays, calls = retried("openai", [failed, OK])
     assert error is None and calls == 2 and len(delays) == 1
+
+
+def test_the_headers_timing_passes_while_the_server_is_still_silent() -> None:
+    from desktop.llm.events import Timing
+
+    sleeps = Sleeps()
+    with FaultServer(Reply(body=b"", after="stall")) as server:  # headers, then nothing
+        inner = make("openai", server.url, stall_timeout_s=0.5)
+        provider = RetryingProvider(inner, sleep=sleeps)
+        events, error = asyncio.run(run(provider))
+    assert isinstance(error, Stalled)
+    # before any text the caller heard that the server answered: "waiting for the first
+    # token", not "connecting"
+    assert any(isinstance(e, Timing) and e.headers_ms is not None for e in events)
+    assert not any(isinstance(e, TextDelta) for e in events)
