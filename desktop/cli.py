@@ -329,8 +329,14 @@ def _ask(services: Any, args: argparse.Namespace) -> int:
         conv = services.conversations.create(agent.id)
     turn = services.chat.begin(conv.id, agent, prompt)
 
+    waiting_line = [False]  # a "connecting · 3 s" line stands on the terminal
+
     def on_event(event: object) -> None:
         if isinstance(event, TextDelta):
+            if waiting_line[0]:  # make room for the reply on the same terminal
+                sys.stderr.write("\r\x1b[K")
+                sys.stderr.flush()
+                waiting_line[0] = False
             sys.stdout.write(event.text)
             sys.stdout.flush()
 
@@ -347,9 +353,10 @@ def _ask(services: Any, args: argparse.Namespace) -> int:
                 continue
             loading = agent.is_local and services.local.state == "loading"
             text = clock.waiting_for(remote=not agent.is_local, loading_model=loading) or ""
-            if tty and text != shown:
-                sys.stderr.write(f"\r{text}\x1b[K" if text else "\r\x1b[K")
+            if tty and text and text != shown:
+                sys.stderr.write(f"\r{text}\x1b[K")
                 sys.stderr.flush()
+                waiting_line[0] = True
             phase = text.split(" · ")[0]
             if not tty and phase and phase != said and clock.now() - clock.started >= 2:
                 print(f"simi: {phase}…", file=sys.stderr, flush=True)
@@ -374,6 +381,8 @@ def _ask(services: Any, args: argparse.Namespace) -> int:
             return turn
 
     result = asyncio.run(run())
+    if waiting_line[0]:  # ended before any text: the error goes on a clean line
+        sys.stderr.write("\r\x1b[K")
     if not result.text.endswith("\n"):
         sys.stdout.write("\n")
     if args.json:
