@@ -7,6 +7,9 @@ saved key may go and how typed numbers parse, from ``desktop.chat.agent_rules``.
 from __future__ import annotations
 
 import math
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -29,6 +32,10 @@ from desktop.local.starter import (
 )
 from desktop.settings.secrets import SecretStore
 from desktop.store.agents import KV_TYPES, Agent, AgentStore
+
+# How long a key read by ``AgentService.fetch_key`` answers ``api_key`` without another read:
+# the moment between a turn fetching its key off the loop and building its provider on it.
+KEY_FETCH_FRESH_S = 10.0
 
 
 def _defaults(names: tuple[str, ...]) -> dict[str, Any]:
@@ -133,9 +140,18 @@ def normalise(agent: Agent) -> Agent:
 class AgentService:
     """Create, clone, edit and delete agents; keys go to the keyring through ``SecretStore``."""
 
-    def __init__(self, store: AgentStore, secrets: SecretStore) -> None:
+    def __init__(
+        self,
+        store: AgentStore,
+        secrets: SecretStore,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._store = store
         self._secrets = secrets
+        self._clock = clock
+        # key_ref -> (key, when read): keys ``fetch_key`` just read off the event loop.
+        self._fetched: dict[str, tuple[str | None, float]] = {}
+        self._fetched_lock = threading.Lock()
 
     def list(self) -> list[Agent]:
         return self._store.list()
@@ -159,7 +175,7 @@ class AgentService:
         created = self._store.insert(agent)
         if api_key and created.key_ref is not None:
             try:
-                self._secrets.set(created.key_ref, api_key)
+                self._set_key(created.key_ref, api_key)
             except Exception:
                 self._store.delete(created.id or 0)
                 raise
@@ -178,7 +194,7 @@ class AgentService:
             raise ValidationError(errors)
         updated = self._store.update(agent)
         if api_key and updated.key_ref is not None:
-            self._secrets.set(updated.key_ref, api_key)
+            self._set_key(updated.key_ref, api_key)
         elif api_key is None and before is not None:
             self._carry_key(before, updated)
         return updated
@@ -192,7 +208,7 @@ class AgentService:
             return
         old_key = self.api_key(before)
         if old_key:
-            self._secrets.set(after.key_ref, old_key)
+            self._set_key(after.key_ref, old_key)
 
     def clone(self, agent: Agent, name: str | None = None) -> Agent:
         existing = {a.name.casefold() for a in self._store.list()}
@@ -208,13 +224,40 @@ class AgentService:
         self._store.delete(agent.id)
         if agent.endpoint_id is not None and not self._store.endpoint_in_use(agent.endpoint_id):
             if agent.key_ref:
+                self._forget_fetched(agent.key_ref)
                 self._secrets.delete(agent.key_ref)
             self._store.delete_endpoint(agent.endpoint_id)
 
     def api_key(self, agent: Agent) -> str | None:
+        """The agent's key. Blocking (the keyring may answer over D-Bus, or wait behind an
+        unlock prompt), except within ``KEY_FETCH_FRESH_S`` of a ``fetch_key`` for the same
+        endpoint, which it answers from."""
         if agent.key_ref is None:
             return None
+        with self._fetched_lock:
+            fetched = self._fetched.get(agent.key_ref)
+        if fetched is not None and self._clock() - fetched[1] < KEY_FETCH_FRESH_S:
+            return fetched[0]
         return self._secrets.get(agent.key_ref)
+
+    def fetch_key(self, agent: Agent) -> str | None:
+        """Read the agent's key from the keyring now (blocking: call it off the event loop,
+        e.g. ``asyncio.to_thread``) so that the turn about to start finds it without asking
+        the keyring again (``api_key``). Each call reads afresh."""
+        if agent.key_ref is None:
+            return None
+        key = self._secrets.get(agent.key_ref)
+        with self._fetched_lock:
+            self._fetched[agent.key_ref] = (key, self._clock())
+        return key
+
+    def _set_key(self, key_ref: str, value: str) -> None:
+        self._forget_fetched(key_ref)
+        self._secrets.set(key_ref, value)
+
+    def _forget_fetched(self, key_ref: str) -> None:
+        with self._fetched_lock:
+            self._fetched.pop(key_ref, None)
 
     def has_key(self, agent: Agent) -> bool:
         try:

@@ -76,7 +76,7 @@ class Services:
         stats = StatsStore(db)
         prefs = Preferences(paths.settings_path)
         local = LocalRuntime(idle_unload_s=idle_unload_seconds(prefs))
-        chat = ChatService(conversations, stats, ProviderFactory(agents, local))
+        chat = ChatService(conversations, stats, ProviderFactory(agents, local), agents=agents)
         stale = conversations.mark_stale_streaming()
         if stale:
             log.info("marked %d replies cut off by a crash as interrupted", stale)

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from desktop.chat.kinds import load_params_for
+from desktop.chat.agents import AgentService
+from desktop.chat.kinds import find_kind, load_params_for
 from desktop.chat.providers import ProviderFactory
 from desktop.chat.stats_clock import StatsClock
 from desktop.errors import UserError
@@ -86,11 +87,16 @@ class ChatService:
         stats: StatsStore,
         providers: ProviderFactory,
         clock: Callable[[], float] = time.perf_counter,
+        *,
+        agents: AgentService | None = None,
     ) -> None:
         self.conversations = conversations
         self.stats = stats
         self.providers = providers
         self._clock = clock
+        # Where a remote agent's key is fetched off the loop before its provider is built
+        # (None: the provider factory reads it where it runs).
+        self._agents = agents
 
     # building turns --------------------------------------------------------------------------
     def begin(self, conversation_id: int, agent: Agent, text: str) -> Turn:
@@ -147,7 +153,9 @@ class ChatService:
         count_tokens: Callable[[list[ChatMessage]], int] | None = None,
     ) -> ContextFit:
         """For a local reply that failed with "context too long": how many oldest turns to
-        leave out, or which context size would hold everything. Blocking (tokenizes)."""
+        leave out, or which context size would hold everything. Blocking (tokenizes): call it
+        off the event loop (the window: ``run_blocking``); on the loop it raises."""
+        _refuse_on_loop("plan_context_fit")
         failed = self._message_in(conversation_id, failed_message_id, "assistant")
         probe = Turn(conversation_id, agent, failed.parent_id or 0, failed_message_id)
         messages = self.request_for(probe).messages
@@ -267,6 +275,10 @@ class ChatService:
             turn.reasoning = "".join(thoughts)
 
         try:
+            if self._agents is not None and _is_remote(agent):
+                # The keyring may answer slowly or sit behind an unlock prompt: never on the
+                # loop. The factory then finds the key just read (AgentService.fetch_key).
+                await asyncio.to_thread(self._agents.fetch_key, agent)
             provider = self.providers.for_agent(agent)
             request = self.request_for(turn)
             async with contextlib.aclosing(provider.stream(request)) as events:  # type: ignore[type-var,unused-ignore]
@@ -345,6 +357,21 @@ class ChatService:
             log.exception("could not record inference stats")
         turn.stats = row
         self.conversations.touch(turn.conversation_id)
+
+
+def _is_remote(agent: Agent) -> bool:
+    kind = find_kind(agent.kind)
+    return kind is not None and kind.remote
+
+
+def _refuse_on_loop(what: str) -> None:
+    """A blocking call made on a thread that runs an event loop is a bug: it would freeze the
+    window (or every stream of the CLI) for as long as it takes."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return  # a worker thread, or no loop at all
+    raise RuntimeError(f"{what} blocks: call it off the event loop (asyncio.to_thread)")
 
 
 def _title_from(text: str) -> str:
