@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import httpx
+
 from desktop.errors import ValidationError
 from desktop.llm import anthropic, gemini
 from desktop.llm.anthropic import AnthropicProvider
@@ -46,13 +48,16 @@ class ProviderSpec:
     """What a kind's factory builds a Provider from: the agent (saved, or as typed in the
     editor), the key to send (None: none), the name errors use for the endpoint, and the
     local runtime (None where only remote endpoints are built, e.g. the editor's probe).
-    ``base_url`` is the agent's URL or the kind's default."""
+    ``base_url`` is the agent's URL or the kind's default. ``client``: the endpoint's kept
+    HTTP client for a turn (``desktop.llm.pool``), for the provider to borrow; None: the
+    provider makes (and closes) its own."""
 
     agent: Agent
     api_key: str | None
     label: str
     base_url: str
     local: LocalRuntime | None = None
+    client: httpx.AsyncClient | None = None
 
     @property
     def stall_timeout_s(self) -> float:
@@ -177,6 +182,7 @@ def _openai(spec: ProviderSpec) -> Provider:
         label=spec.label,
         stall_timeout_s=spec.stall_timeout_s,
         ca_bundle=spec.agent.ca_bundle,
+        client=spec.client,
     )
 
 
@@ -190,6 +196,7 @@ def _keyed_first(cls: type[AnthropicProvider] | type[GeminiProvider]) -> Factory
             label=spec.label,
             stall_timeout_s=spec.stall_timeout_s,
             ca_bundle=spec.agent.ca_bundle,
+            client=spec.client,
         )
 
     return build

@@ -1,6 +1,7 @@
 """HTTP plumbing the remote providers share (OpenAI-compatible, Anthropic, Gemini).
 
-One ``HttpEndpoint`` per provider instance owns (or borrows) an ``httpx.AsyncClient`` with TLS
+One ``HttpEndpoint`` per provider instance owns (or borrows from ``desktop.llm.pool``, which
+keeps one per endpoint across turns) an ``httpx.AsyncClient`` (``new_client``) with TLS
 verification always on (optionally against a custom CA bundle), a *stall* timeout between
 received chunks (not a whole-response timeout), and client-side connect/headers timing from
 the httpx ``trace`` extension; every failure becomes a typed ``UserError`` through its
@@ -15,6 +16,7 @@ body, what each event means, and its usage. Provider JSON stays in the provider 
 from __future__ import annotations
 
 import abc
+import asyncio
 import contextlib
 import functools
 import json
@@ -29,7 +31,7 @@ import certifi
 import httpx
 import httpx_sse
 
-from desktop.errors import ValidationError
+from desktop.errors import UserError, ValidationError
 from desktop.llm.errors import BadResponse, Stalled
 from desktop.llm.events import (
     Finished,
@@ -46,13 +48,15 @@ from desktop.llm.provider import ChatRequest
 
 ServerSentEvent = httpx_sse.ServerSentEvent
 MAX_MODEL_PAGES = 20  # a guard against a server that never says a model list is done
+DRAIN_S = 1.0  # how long the end of a complete reply's body is waited for (connection reuse)
 
 
 class CallTimer:
     """Client-side timing of one HTTP call from httpx ``trace`` events.
 
     ``connect_ms``: TCP connect (including the DNS lookup anyio does first) plus the TLS
-    handshake; ``None`` when a pooled connection was reused (no connect happened).
+    handshake; ``0.0`` when a kept-alive connection was reused (``reused``: no connect
+    happened, the trace never saw ``connection.connect_tcp``); ``None`` before the headers.
     ``headers_ms``: from the start of the call until the response headers were read, connect
     included.
     """
@@ -75,8 +79,39 @@ class CallTimer:
         elif name.endswith(".receive_response_headers.complete"):
             self.headers_ms = round((now - self.started) * 1000, 3)
 
+    @property
+    def reused(self) -> bool:
+        """The call went over a connection opened by an earlier call."""
+        return self.headers_ms is not None and self._connect_started is None
+
     def timing(self) -> Timing:
-        return Timing(connect_ms=self.connect_ms, headers_ms=self.headers_ms)
+        connect_ms = 0.0 if self.reused else self.connect_ms
+        return Timing(connect_ms=connect_ms, headers_ms=self.headers_ms)
+
+
+def new_client(
+    *,
+    stall_timeout_s: float = 60.0,
+    connect_timeout_s: float = 15.0,
+    ca_bundle: str | None = None,
+    keepalive_s: float | None = None,
+) -> httpx.AsyncClient:
+    """An HTTP client as every endpoint uses one: TLS always verified (against ``ca_bundle``
+    when given), the stall timeout as the read timeout, no redirects followed. ``keepalive_s``:
+    how long an idle connection is kept (None: httpx's 5 s)."""
+    limits = httpx.Limits(
+        max_connections=100,
+        max_keepalive_connections=20,
+        keepalive_expiry=5.0 if keepalive_s is None else keepalive_s,
+    )
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(
+            connect=connect_timeout_s, read=stall_timeout_s, write=30.0, pool=connect_timeout_s
+        ),
+        verify=tls_context(ca_bundle),
+        follow_redirects=False,
+        limits=limits,
+    )
 
 
 class HttpEndpoint(EndpointErrors):
@@ -106,12 +141,10 @@ class HttpEndpoint(EndpointErrors):
             connect_timeout_s=connect_timeout_s,
             stall_timeout_s=stall_timeout_s,
         )
-        self.client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(
-                connect=connect_timeout_s, read=stall_timeout_s, write=30.0, pool=connect_timeout_s
-            ),
-            verify=tls_context(ca_bundle),
-            follow_redirects=False,
+        self.client = client or new_client(
+            stall_timeout_s=stall_timeout_s,
+            connect_timeout_s=connect_timeout_s,
+            ca_bundle=ca_bundle,
         )
         self.owns_client = client is None
 
@@ -259,6 +292,16 @@ class ReplyReader(abc.ABC):
             yield RunInfo(model_reported=self.model_reported)
 
 
+async def _drain(events: AsyncIterator[object], budget_s: float = DRAIN_S) -> None:
+    """Read what is left of a finished reply's body, for at most ``budget_s``: a connection
+    whose response was read to its end goes back to the pool; one closed early is dropped.
+    Nothing read here counts (the reply is complete), not even an error."""
+    with contextlib.suppress(TimeoutError, UserError):
+        async with asyncio.timeout(budget_s):
+            async for _ in events:
+                pass
+
+
 class HttpOptions(TypedDict, total=False):
     """What every HTTP provider takes besides its base URL, API key and label."""
 
@@ -335,15 +378,20 @@ class HttpProvider(abc.ABC):
                         continue
                     if data == reader.END_DATA:
                         reader.done = True
-                        break
-                    payload = http.decode(data)
-                    if not isinstance(payload, dict):
-                        raise BadResponse(f"{http.where} sent {reader.NOT_UNDERSTOOD}")
-                    for event in reader.read(item.event, payload):
-                        shown = shown or isinstance(event, TextDelta | ReasoningDelta)
-                        yield event
+                    else:
+                        payload = http.decode(data)
+                        if not isinstance(payload, dict):
+                            raise BadResponse(f"{http.where} sent {reader.NOT_UNDERSTOOD}")
+                        for event in reader.read(item.event, payload):
+                            shown = shown or isinstance(event, TextDelta | ReasoningDelta)
+                            yield event
                     if reader.done:
-                        break
+                        for event in reader.finish():
+                            yield event
+                        # The reply is complete; read the rest of the body (the end of the
+                        # chunked stream) so the connection can serve the next turn.
+                        await _drain(events)
+                        return
         except Stalled as error:
             if not shown:
                 raise
