@@ -191,8 +191,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         _err(exc.user_message)
         return EXIT_ERROR
+    except Exception as exc:  # a bug: reported like the window's crash dialog, keys blanked
+        _report_bug(exc)
+        return EXIT_ERROR
     parser.print_help()
     return EXIT_USAGE
+
+
+def _report_bug(exc: BaseException) -> None:
+    """An unexpected error's traceback, with every known secret redacted, to the log (when it
+    is set up) and to stderr: the terminal never shows a key, even in a traceback."""
+    import logging
+    import traceback
+
+    from desktop.settings.secrets import redact
+
+    details = redact("".join(traceback.format_exception(exc)))
+    logging.getLogger("simi.cli").error("unexpected error\n%s", details)
+    _err(f"unexpected error (a bug in SIMI Multi; please report it):\n{details.rstrip()}")
 
 
 # db ---------------------------------------------------------------------------------------------

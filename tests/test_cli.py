@@ -280,3 +280,31 @@ def test_stats_count_every_outcome_as_itself(cli_env) -> None:
     ]  # fmt: skip
     assert line.split()[:5] == ["Remote", "4", "2", "1", "1"]
     assert "errors by kind:" in text and "Remote: context_too_long 1" in text
+
+
+def test_a_bug_in_a_command_is_reported_without_any_key(simi_home, monkeypatch, capsys) -> None:
+    """No traceback on the terminal or in the log shows a key (in-process: a bug on demand)."""
+    import logging
+
+    from desktop import cli
+    from desktop.settings.paths import AppPaths
+    from desktop.settings.secrets import SECRETS_SEEN
+
+    # setup_logging keeps the first handler of the process; this test wants its own log file
+    monkeypatch.setattr(logging.getLogger("simi"), "handlers", [])
+    key = "sk-cli-crash-7d2b90"
+    SECRETS_SEEN.add(key)  # as the keyring read of any agent's key does
+
+    def broken_stats(services, args) -> int:
+        raise RuntimeError(f"request failed, Authorization: Bearer {key}")
+
+    monkeypatch.setattr(cli, "_stats", broken_stats)
+    assert cli.main(["stats"]) == 1
+    err = capsys.readouterr().err
+    assert "unexpected error" in err and "Traceback (most recent call last)" in err
+    assert "RuntimeError: request failed, Authorization: Bearer [redacted]" in err
+    assert key not in err
+    for handler in logging.getLogger("simi").handlers:
+        handler.flush()
+    log_text = AppPaths.from_env().log_path.read_text(encoding="utf-8")
+    assert "unexpected error" in log_text and key not in log_text
