@@ -32,7 +32,7 @@ def test_ask_says_on_stderr_what_a_silent_server_keeps_it_waiting_for(cli_env: d
         )
         time.sleep(6)  # long enough for the 2 s threshold on a loaded machine
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        _out, err = proc.communicate(timeout=30)
     assert "simi: waiting for the first token…" in err, err
     assert "Traceback" not in err
     assert proc.returncode != 0

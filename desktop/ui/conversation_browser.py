@@ -245,14 +245,14 @@ class ConversationBrowser(QWidget):
     def run_search(self) -> None:
         """Titles first (the quick switcher), then message hits, newest first."""
         self._search_timer.stop()
-        query = self.search_box.text().strip()
+        query = self.search_box.text().lstrip()  # a trailing space asks for whole words
         results = self.search_results
         results.clear()
-        if not query:
+        if not query.strip():
             results.hide()
             self.conversation_list.show()
             return
-        for conv in self.services.conversations.find(query, limit=10):
+        for conv in self.services.conversations.find(query.strip(), limit=10):
             item = QListWidgetItem(conv.title or "New chat")
             item.setData(ID_ROLE, conv.id)
             item.setData(MESSAGE_ROLE, None)

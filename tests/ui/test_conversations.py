@@ -312,3 +312,26 @@ def test_shortcuts_sheet_lists_platform_keys(qtbot: Any, window: Any) -> None:
     assert "Ctrl+K" in rows["Search / switch conversation"]
     assert window._actions["new_chat"].shortcuts()  # bound on the window
     sheet.close()
+
+
+def test_a_trailing_space_in_the_search_box_finds_whole_words_only(
+    window: Any, services: Any
+) -> None:
+    _conversation(services, window, [("my cat sleeps", "ok")], "Cat")
+    _conversation(services, window, [("the catalogue is long", "ok")], "Catalogue")
+    window.browser.search_box.setText("cat")
+    window.browser.run_search()
+    from desktop.ui.conversation_list import MESSAGE_ROLE
+
+    def hits() -> set[str]:
+        results = window.browser.search_results
+        return {
+            results.item(i).text()
+            for i in range(results.count())
+            if results.item(i).data(MESSAGE_ROLE) is not None
+        }
+
+    assert hits() == {"Cat", "Catalogue"}  # a prefix by default, as you type
+    window.browser.search_box.setText("cat ")
+    window.browser.run_search()
+    assert hits() == {"Cat"}
