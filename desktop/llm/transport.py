@@ -79,6 +79,13 @@ class CallTimer:
         elif name.endswith(".receive_response_headers.complete"):
             self.headers_ms = round((now - self.started) * 1000, 3)
 
+    def stale(self, exc: httpx.HTTPError) -> bool:
+        """Whether ``exc`` is a kept-alive connection the server had closed (idle timeout)
+        just as the request went out: the call reused a connection and it closed before any
+        answer. Sending the request again on a new connection is then safe and expected."""
+        closed = isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError)
+        return closed and self._connect_started is None
+
     @property
     def reused(self) -> bool:
         """The call went over a connection opened by an earlier call."""
@@ -165,35 +172,44 @@ class HttpEndpoint(EndpointErrors):
         Raises typed errors for HTTP statuses and transport failures. Close it with
         ``contextlib.aclosing`` so cancelling the consumer closes the HTTP stream at once.
         """
-        timer = CallTimer()
-        got_headers = False
-        try:
-            async with self.client.stream(
-                "POST",
-                url,
-                json=body,
-                headers={"Accept": "text/event-stream", "Cache-Control": "no-store", **headers},
-                extensions={"trace": timer.trace},
-            ) as response:
-                got_headers = True
-                if response.status_code >= 400:
-                    text = (await response.aread()).decode("utf-8", "replace")
-                    raise self.http_error(response.status_code, text, response.headers, model)
-                if response.status_code != 200:
-                    raise BadResponse(
-                        f"{self.where} answered HTTP {response.status_code} instead of a reply. "
-                        "Check the base URL."
-                    )
-                yield timer.timing()
-                async for event in httpx_sse.EventSource(response).aiter_sse():
-                    yield event
-        except httpx_sse.SSEError as exc:
-            raise BadResponse(
-                f"{self.where} did not answer with an event stream ({redact(str(exc))[:200]}). "
-                "Check that the base URL points at the API, not a web page."
-            ) from exc
-        except httpx.HTTPError as exc:
-            raise self.transport_error(exc, mid_reply=got_headers) from exc
+        for attempt in (1, 2):
+            timer = CallTimer()
+            got_headers = False
+            try:
+                async with self.client.stream(
+                    "POST",
+                    url,
+                    json=body,
+                    headers={
+                        "Accept": "text/event-stream",
+                        "Cache-Control": "no-store",
+                        **headers,
+                    },
+                    extensions={"trace": timer.trace},
+                ) as response:
+                    got_headers = True
+                    if response.status_code >= 400:
+                        text = (await response.aread()).decode("utf-8", "replace")
+                        raise self.http_error(response.status_code, text, response.headers, model)
+                    if response.status_code != 200:
+                        raise BadResponse(
+                            f"{self.where} answered HTTP {response.status_code} instead of a "
+                            "reply. Check the base URL."
+                        )
+                    yield timer.timing()
+                    async for event in httpx_sse.EventSource(response).aiter_sse():
+                        yield event
+                return
+            except httpx_sse.SSEError as exc:
+                raise BadResponse(
+                    f"{self.where} did not answer with an event stream "
+                    f"({redact(str(exc))[:200]}). Check that the base URL points at the API, "
+                    "not a web page."
+                ) from exc
+            except httpx.HTTPError as exc:
+                if attempt == 1 and not got_headers and timer.stale(exc):
+                    continue  # the kept connection had been closed: once more, on a new one
+                raise self.transport_error(exc, mid_reply=got_headers) from exc
 
     async def get_json(self, url: str, *, headers: dict[str, str]) -> Any:
         """GET a JSON document (model lists), with the same error translation as ``sse``."""

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from desktop.chat.providers import ProviderFactory
-from desktop.llm.errors import Stalled
+from desktop.llm.errors import ProviderUnavailable, Stalled
 from desktop.llm.events import TextDelta, Timing
 from desktop.llm.pool import ClientKey, ClientPool
 from desktop.store.agents import Agent
 from tests.helpers.fault_server import FaultServer, Reply, make_tls_files, ticking_tokens
 from tests.helpers.servers import llama_server
-from tests.llm.streams import REQUEST, text
+from tests.llm.streams import REQUEST, make, run, text
 
 KEY = "sk-pool-test-key-0123456789"
 
@@ -138,6 +138,33 @@ def test_closing_under_a_streaming_reply_waits_for_the_reply_to_end(services) ->
         events, open_after_reply, closed = asyncio.run(go())
     assert text(events).startswith("tok0 tok1 ") and text(events).count("tok") == 20
     assert open_after_reply and closed  # closed when the turn let go of it
+
+
+def test_a_kept_connection_the_server_closed_is_replaced_at_once(services) -> None:
+    """The server dropped the idle connection just as the second turn's request went out:
+    the request goes again on a new connection, without the retry wrapper (one attempt)."""
+    answers = [Reply(body=ticking_tokens(1)), Reply(raw=b""), Reply(body=ticking_tokens(2))]
+    with FaultServer(answers, keep_alive=True) as server:
+        agent = remote(services, server.url + "/v1")
+        factory = ProviderFactory(services.agents, services.local, retry_attempts=1)
+
+        async def go():  # type: ignore[no-untyped-def]
+            await turn(factory, agent)
+            events, timing = await turn(factory, agent)
+            await factory.aclose()
+            return events, timing
+
+        events, timing = asyncio.run(go())
+        connections, requests = server.connections, len(server.requests)
+    assert text(events) == "tok0 tok1 " and requests == 3 and connections == 2
+    assert timing.connect_ms is not None and timing.connect_ms > 0  # the new connection's
+
+
+def test_a_new_connection_closed_without_an_answer_is_not_sent_again() -> None:
+    with FaultServer(Reply(raw=b"")) as server:
+        events, error = asyncio.run(run(make("openai", server.url)))
+        requests = len(server.requests)
+    assert isinstance(error, ProviderUnavailable) and requests == 1 and not events
 
 
 def test_endpoints_that_differ_get_their_own_clients(services) -> None:
