@@ -2,6 +2,12 @@
 
 A ``WorkerClient`` owns one worker process. A reader thread receives the worker's messages and
 hands them to whichever asyncio loop is waiting, so nothing here blocks the event loop.
+
+Every message handed on carries the worker *generation* (a counter bumped each time a worker
+process starts) and a request id: ``(generation, tag, req_id, ...)``, the death notice too
+(``(generation, "died", req_id the process was serving, exitcode)``). A request listens only
+to its own generation and id, so a late word from a killed worker (its death notice, its last
+"done") can never end the next request or make the client forget the process now running.
 """
 
 from __future__ import annotations
@@ -54,6 +60,8 @@ class WorkerClient:
         self._sink_lock = threading.Lock()
         self._busy = asyncio.Lock()
         self._ids = itertools.count(1)
+        self._generation = 0  # bumped each time a worker process starts
+        self._serving: int | None = None  # the request id the current worker is serving
         self._on_state = on_state
         self.state: ModelState = "unloaded"
         self.state_detail = ""
@@ -75,6 +83,11 @@ class WorkerClient:
             with contextlib.suppress(Exception):
                 self._on_state(state, detail)
 
+    @property
+    def generation(self) -> int:
+        """How many worker processes this client has started (the current one's number)."""
+        return self._generation
+
     def _start(self) -> None:
         parent, child = self._ctx.Pipe(duplex=True)
         flag = self._ctx.RawValue("b", 0)
@@ -84,41 +97,45 @@ class WorkerClient:
         with _bare_main_module():
             process.start()
         child.close()
+        self._generation += 1
+        self._serving = None
         self._process, self._conn, self._flag = process, parent, flag
         self._reader = threading.Thread(
             target=self._read_loop,
-            args=(parent, process),
+            args=(parent, process, self._generation),
             name="simi-worker-reader",
             daemon=True,
         )
         self._reader.start()
-        log.info("started llama.cpp worker pid %s", process.pid)
+        log.info("started llama.cpp worker pid %s (generation %s)", process.pid, self._generation)
 
-    def _read_loop(self, conn: Any, process: Any) -> None:
+    def _read_loop(self, conn: Any, process: Any, generation: int) -> None:
         while True:
             try:
                 message = conn.recv()
             except (EOFError, OSError):
                 break
-            if message[0] == "log":  # the worker's log record, into the app's log
+            tag = message[0]
+            if tag == "log":  # the worker's log record, into the app's log
                 _, level, name, text = message
                 # under "simi" whatever logged it, so it reaches the app's log and not stderr
                 _worker_log.log(level, "[pid %s] %s: %s", process.pid, name, text)
-                continue
-            if message[0] == "state":
-                self._post(("state", message[1], message[2]))
-                continue
-            self._post(message)
+            elif tag == "state":
+                self._post((generation, "state", None, message[1], message[2]))
+            elif tag in ("accepted", "event", "done", "error"):
+                self._post((generation, *message))
         process.join(timeout=5)
-        code = process.exitcode
-        self._post(("died", code))
+        serving = self._serving if generation == self._generation else None
+        self._post((generation, "died", serving, process.exitcode))
 
     def _post(self, item: Any) -> None:
+        if item[0] != self._generation:
+            return  # a worker that has been replaced: nobody listens to it any more
         with self._sink_lock:
             sink = self._sink
         if sink is None:
-            if item[0] == "state":
-                self._set_state_threadsafe(item[1], item[2])
+            if item[1] == "state":
+                self._set_state_threadsafe(item[3], item[4])
             return
         loop, queue = sink
         with contextlib.suppress(RuntimeError):
@@ -193,48 +210,85 @@ class WorkerClient:
             if not self.alive:
                 self._forget()
                 self._start()
-            assert self._flag is not None
-            self._flag.value = 0
             req_id = next(self._ids)
             if self.params != params:
                 self._set_state("loading", params.model_path)
-            self._conn.send(("generate", req_id, params, request))
+            self._send_request(req_id, params, request)
+            generation = self._generation
             self.params = params
             settled = False  # the worker has answered "done" or "error" (or died)
             text_seen = False
+            accepted = False  # the worker said it took this request
+            resent = False
             try:
                 while True:
                     item = await queue.get()
-                    tag = item[0]
+                    if item[0] != generation:
+                        continue  # an earlier worker's last words
+                    tag, item_id = item[1], item[2]
                     if tag == "state":
-                        self._set_state(item[1], item[2])
-                    elif tag == "event" and item[1] == req_id:
-                        event = item[2]
+                        self._set_state(item[3], item[4])
+                    elif tag == "died" and item_id in (req_id, None):
+                        self._forget()
+                        if not accepted and not resent:
+                            # It died before it took the request (killed just before): the
+                            # request had nothing to do with it. A fresh worker gets it.
+                            log.info("worker died before request %s; resending it", req_id)
+                            resent = True
+                            self._start()
+                            self._send_request(req_id, params, request)
+                            generation = self._generation
+                            self.params = params
+                            continue
+                        settled = True
+                        self._set_state("error", "worker stopped")
+                        raise LocalModelError(_death_message(item[3], text_seen))
+                    elif item_id != req_id:
+                        continue  # another request's answer
+                    elif tag == "accepted":
+                        accepted = True
+                    elif tag == "event":
+                        event = item[3]
                         text_seen = text_seen or type(event).__name__ == "TextDelta"
                         yield event
-                    elif tag == "done" and item[1] == req_id:
+                    elif tag == "done":
                         settled = True
                         break
                     elif tag == "error":
                         settled = True
-                        self._set_state("error", item[3])
-                        self.params = None if item[2] == "local_model" else self.params
-                        raise _rebuild_error(item[2], item[3], item[4])
-                    elif tag == "died":
-                        settled = True
-                        self._forget()
-                        self._set_state("error", "worker stopped")
-                        raise LocalModelError(_death_message(item[1], text_seen))
+                        self._set_state("error", item[4])
+                        self.params = None if item[3] == "local_model" else self.params
+                        raise _rebuild_error(item[3], item[4], item[5])
             finally:
-                if not settled and self.alive:
-                    await self._stop_request(queue, req_id)
+                if not settled and self.alive and self._generation == generation:
+                    await self._stop_request(queue, generation, req_id)
                 with self._sink_lock:
                     self._sink = None
+                self._serving = None
                 self.last_used = time.monotonic()
                 if self.state == "busy":
                     self._set_state("ready")
 
-    async def _stop_request(self, queue: asyncio.Queue[Any], req_id: int) -> None:
+    def _send_request(self, req_id: int, params: LoadParams, request: ChatRequest) -> None:
+        """Hand the request to the worker; one found dead on sending is replaced once."""
+        for attempt in (1, 2):
+            assert self._flag is not None and self._conn is not None
+            self._flag.value = 0
+            self._serving = req_id
+            try:
+                self._conn.send(("generate", req_id, params, request))
+                return
+            except (OSError, ValueError) as exc:  # BrokenPipe: it died before it got this
+                log.warning("llama.cpp worker gone before request %s (%s)", req_id, exc)
+                self.kill()
+                if attempt == 2:
+                    self._set_state("error", "worker stopped")
+                    raise LocalModelError(
+                        "The local model process could not be started. Send again to retry."
+                    ) from exc
+                self._start()
+
+    async def _stop_request(self, queue: asyncio.Queue[Any], generation: int, req_id: int) -> None:
         """Ask the worker to stop and wait for it, at most CANCEL_GRACE_S; else kill it."""
         self.cancel()
         deadline = time.monotonic() + CANCEL_GRACE_S
@@ -244,9 +298,11 @@ class WorkerClient:
                 if remaining <= 0:
                     raise TimeoutError
                 item = await asyncio.wait_for(queue.get(), timeout=remaining)
-                if item[0] in ("done", "error") and item[1] == req_id:
+                if item[0] != generation:
+                    continue
+                if item[1] in ("done", "error") and item[2] == req_id:
                     return
-                if item[0] == "died":
+                if item[1] == "died":
                     self._forget()
                     return
         except (TimeoutError, asyncio.CancelledError):

@@ -5,9 +5,13 @@ Protocol (pickled tuples over a multiprocessing Pipe; the app side is ``desktop.
 
     app -> worker   ("load", params) | ("generate", req_id, params, request) | ("unload",)
                     | ("ping",) | ("shutdown",)
-    worker -> app   ("state", name, detail) | ("event", req_id, StreamEvent)
+    worker -> app   ("accepted", req_id) | ("state", name, detail) | ("event", req_id, StreamEvent)
                     | ("done", req_id) | ("error", req_id, kind, message, extra)
                     | ("pong", info) | ("unloaded",) | ("log", level, logger, text)
+
+The app's reader thread tags each message with the worker's generation (the client's count of
+processes started) before handing it on, and adds the death notice ``("died", req_id,
+exitcode)`` when the pipe closes; answers are matched by generation and request id.
 
 The worker's own log records (and the tracebacks of its unexpected failures) travel as "log"
 messages and are written to the app's log; nothing of the worker is printed to stderr.
@@ -117,6 +121,7 @@ def _serve(conn: Any, raw_flag: Any, send: Any) -> None:
                 send("error", None, "local_model", f"Loading failed: {exc}", {})
         elif op == "generate":
             _, req_id, params, request = message
+            send("accepted", req_id)  # a death from here on is this request's
             try:
                 if engine.loaded is None or engine.loaded.params != params:
                     send("state", "loading", os.path.basename(params.model_path))
