@@ -395,6 +395,8 @@ def _ask(services: Any, args: argparse.Namespace) -> int:
             return await task
         except asyncio.CancelledError:
             return turn
+        finally:
+            await services.chat.providers.aclose()
 
     result = asyncio.run(run())
     if waiting_line[0]:  # ended before any text: the error goes on a clean line

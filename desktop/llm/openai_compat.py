@@ -82,6 +82,7 @@ class _ChatCompletion(ReplyReader):
             yield Timing(
                 prefill_ms=_num(timings.get("prompt_ms")),
                 decode_ms=_num(timings.get("predicted_ms")),
+                decode_tokens=_int(timings.get("predicted_n")),
                 prompt_eval_tokens=_int(timings.get("prompt_n")),
             )
 

@@ -207,6 +207,8 @@ class AgentSidebar(QWidget):
         self._saved(copy, chosen=True)
 
     def _saved(self, agent: Agent, chosen: bool) -> None:
+        # an edited endpoint (URL, key, CA bundle, stall timeout) gets a new HTTP client
+        self.services.chat.providers.close_endpoint(agent)
         self._highlighted = agent
         self.reload()
         self.agents_changed.emit()
@@ -226,6 +228,7 @@ class AgentSidebar(QWidget):
         ):
             return
         self.services.agents.delete(agent)
+        self.services.chat.providers.close_endpoint(agent)
         self._highlighted = None
         self.reload()
         self.agents_changed.emit()

@@ -303,3 +303,22 @@ def test_the_composer_says_before_sending_that_a_huge_paste_will_not_fit(
     pane.composer.setPlainText("Hi")
     qtbot.waitUntil(lambda: "Enter to send" in pane.hint.text(), timeout=5_000)
     assert pane.hint.property("warn") is False
+
+
+def test_editing_or_deleting_an_agent_in_the_window_closes_its_kept_connection(
+    qtbot: Any, services: Any, make_window: Any, tickers: tuple[Agent, Agent]
+) -> None:
+    a, b = tickers
+    pool = services.chat.providers.clients
+    window, _pane = _answered_chat(qtbot, services, make_window, a)
+    assert len(pool) == 1  # the client is kept for the next turn
+    window.agents._saved(services.agents.update(a.with_changes(temperature=0.3)), chosen=False)
+    qtbot.waitUntil(lambda: len(pool) == 0, timeout=5_000)  # edited: a new client next time
+    window.select_agent(b.id)
+    _type_and_send(qtbot, window, "to B")
+    qtbot.waitUntil(lambda: not window.pane.busy, timeout=TIMEOUT_MS)
+    assert len(pool) == 1
+    window.agents.highlight(window.agents.by_id(b.id))
+    window.confirm = lambda _title, _text: True
+    window.agents.delete_agent()
+    qtbot.waitUntil(lambda: len(pool) == 0, timeout=5_000)
