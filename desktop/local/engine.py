@@ -15,11 +15,20 @@ import contextlib
 import ctypes
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any, Protocol
 
 from desktop.llm.errors import ContextTooLong, LocalModelError
-from desktop.llm.events import Finished, RunInfo, StreamEvent, TextDelta, Timing, Usage
+from desktop.llm.events import (
+    Finished,
+    PrefillProgress,
+    RunInfo,
+    StreamEvent,
+    TextDelta,
+    Timing,
+    Usage,
+)
 from desktop.llm.provider import ChatMessage, ChatRequest
 from desktop.local.gpu import backend_name
 from desktop.local.loading import (
@@ -54,7 +63,13 @@ class LocalEngine:
     injects a failing one).
     """
 
-    def __init__(self, loader: Loader | None = None) -> None:
+    # A long prefill says how far it got at most this often (PrefillProgress).
+    PROGRESS_INTERVAL_S = 0.25
+
+    def __init__(
+        self, loader: Loader | None = None, progress_interval_s: float = PROGRESS_INTERVAL_S
+    ) -> None:
+        self.progress_interval_s = progress_interval_s
         self._model: LoadedModel | None = None
         self._unreported_load_ms: float | None = None
         self._loader = loader
@@ -168,6 +183,31 @@ class LocalEngine:
         self._abort_cb = should_abort
         llama_cpp.llama_set_abort_callback(model.llm._ctx.ctx, should_abort, None)
 
+    def _prefill(
+        self, llm: Any, tokens: list[int], cached: int, cancel: CancelFlag
+    ) -> Iterator[PrefillProgress]:
+        """Evaluate a prompt longer than one batch ahead of ``llm.generate``, one n_batch
+        chunk at a time, saying how far it got (at most every ``progress_interval_s``).
+
+        The last 2..n_batch tokens are left to ``generate`` (which finds the rest already in
+        the KV cache): a single-token tail would count as decode in llama.cpp's perf counters.
+        """
+        n_batch = max(2, int(llm.n_batch))
+        total = len(tokens)
+        if total - cached <= n_batch:
+            return
+        llm.n_tokens = cached  # llm.eval drops the KV cells from here on
+        done = cached
+        last = time.perf_counter()
+        while total - done > n_batch and not cancel.is_set():
+            chunk = min(n_batch, total - done - 2)
+            llm.eval(tokens[done : done + chunk])
+            done += chunk
+            now = time.perf_counter()
+            if now - last >= self.progress_interval_s:
+                last = now
+                yield PrefillProgress(done, total)
+
     def _generate(
         self, params: LoadParams, request: ChatRequest, cancel: CancelFlag
     ) -> Iterator[StreamEvent]:
@@ -229,11 +269,17 @@ class LocalEngine:
         )
         self._set_abort(model, cancel)  # prefill: llama.cpp checks the flag between nodes
         prefilling = True
+        progress_shown = False
         try:
-            for token in generator:
+            for event in self._prefill(llm, tokens, cached, cancel):
+                progress_shown = True
+                yield event
+            for token in generator if not cancel.is_set() else ():
                 if prefilling:
                     prefilling = False
                     self._set_abort(model, None)
+                    if progress_shown:  # the whole prompt is in: say so before the text
+                        yield PrefillProgress(len(tokens), len(tokens))
                 if cancel.is_set():
                     finish = "cancelled"
                     break
@@ -255,6 +301,8 @@ class LocalEngine:
                 if cancel.is_set():
                     finish = "cancelled"
                     break
+            if prefilling and cancel.is_set():  # stopped between prefill chunks
+                finish = "cancelled"
         except Exception as exc:
             if not cancel.is_set():
                 raise LocalModelError(f"llama.cpp failed while generating: {exc}") from exc
