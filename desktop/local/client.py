@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from desktop.errors import UserError
 from desktop.llm.errors import ContextTooLong, LocalModelError
-from desktop.llm.events import Queued, StreamEvent
+from desktop.llm.events import Queued, StreamEvent, Timing
 from desktop.llm.provider import ChatRequest
 from desktop.local.loading import LoadParams
 from desktop.local.worker import worker_main
@@ -67,6 +67,9 @@ class WorkerClient:
         self.state_detail = ""
         self.params: LoadParams | None = None
         self.last_used = time.monotonic()
+        # llama.cpp's own figures for the last request, a stopped one too (its Timing arrives
+        # while the client waits for the worker to stop, after the consumer has gone).
+        self.last_timing: Timing | None = None
 
     # process lifecycle -----------------------------------------------------------------------
     @property
@@ -211,6 +214,7 @@ class WorkerClient:
                 self._forget()
                 self._start()
             req_id = next(self._ids)
+            self.last_timing = None
             if self.params != params:
                 self._set_state("loading", params.model_path)
             self._send_request(req_id, params, request)
@@ -249,6 +253,8 @@ class WorkerClient:
                         accepted = True
                     elif tag == "event":
                         event = item[3]
+                        if isinstance(event, Timing):
+                            self.last_timing = event
                         text_seen = text_seen or type(event).__name__ == "TextDelta"
                         yield event
                     elif tag == "done":
@@ -300,6 +306,8 @@ class WorkerClient:
                 item = await asyncio.wait_for(queue.get(), timeout=remaining)
                 if item[0] != generation:
                     continue
+                if item[1] == "event" and item[2] == req_id and isinstance(item[3], Timing):
+                    self.last_timing = item[3]
                 if item[1] in ("done", "error") and item[2] == req_id:
                     return
                 if item[1] == "died":

@@ -5,12 +5,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
+from typing import Any, Protocol
 
 from desktop.llm.events import StreamEvent
 from desktop.llm.provider import ChatRequest
 from desktop.local.catalog import InfoCache, ModelFileError, ModelInfo
 from desktop.local.client import ModelState, WorkerClient
 from desktop.local.loading import LoadParams
+
+
+class Cancellable(Protocol):
+    def cancel(self) -> None: ...
+
+
+# ``call_later(delay_s, callback)`` -> a handle with ``cancel()``: the idle timer's scheduler.
+# The running loop's ``call_later`` unless a test injects its own clock.
+Scheduler = Callable[[float, Callable[[], None]], Cancellable]
 
 
 class LocalRuntime:
@@ -25,6 +35,7 @@ class LocalRuntime:
         self,
         on_state: Callable[[ModelState, str], None] | None = None,
         idle_unload_s: float | None = None,
+        scheduler: Scheduler | None = None,
     ) -> None:
         self._listeners: list[Callable[[ModelState, str], None]] = []
         if on_state is not None:
@@ -33,7 +44,8 @@ class LocalRuntime:
         self.model_info = InfoCache()  # GGUF headers, per path + mtime: cheap to ask again
         # Free the model's memory after this long without a request (None/0: keep it loaded).
         self.idle_unload_s = idle_unload_s
-        self._idle_timer: asyncio.TimerHandle | None = None
+        self.scheduler = scheduler
+        self._idle_timer: Cancellable | None = None
         self._unload_task: asyncio.Task[None] | None = None
 
     def set_idle_unload(self, seconds: float | None) -> None:
@@ -50,11 +62,13 @@ class LocalRuntime:
         self._cancel_idle_timer()
         if not self.idle_unload_s:
             return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        self._idle_timer = loop.call_later(self.idle_unload_s, self._unload_if_idle)
+        scheduler: Any = self.scheduler
+        if scheduler is None:
+            try:
+                scheduler = asyncio.get_running_loop().call_later
+            except RuntimeError:
+                return
+        self._idle_timer = scheduler(self.idle_unload_s, self._unload_if_idle)
 
     def _unload_if_idle(self) -> None:
         self._idle_timer = None

@@ -13,20 +13,61 @@ from desktop.settings.paths import AppPaths
 pytestmark = pytest.mark.slow
 
 
+class FakeTimers:
+    """The idle timer's scheduler with a clock the test moves: nothing waits in real time."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.pending: list[FakeTimers.Handle] = []
+
+    class Handle:
+        def __init__(self, when: float, callback) -> None:
+            self.when, self.callback, self.cancelled = when, callback, False
+
+        def cancel(self) -> None:
+            self.cancelled = True
+
+    def call_later(self, delay: float, callback) -> FakeTimers.Handle:
+        handle = FakeTimers.Handle(self.now + delay, callback)
+        self.pending.append(handle)
+        return handle
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+        due = [h for h in self.pending if not h.cancelled and h.when <= self.now]
+        self.pending = [h for h in self.pending if h not in due and not h.cancelled]
+        for handle in due:
+            handle.callback()
+
+
 def test_idle_model_is_unloaded_after_the_setting_and_reloads_on_next_message(services):
-    services.local.set_idle_unload(0.3)
+    timers = FakeTimers()
+    services.local.scheduler = timers.call_later
+    services.local.set_idle_unload(300)
     agent = services.agents.by_name(STARTER_AGENT_NAME).with_changes(max_tokens=4, seed=1)
     conv = services.conversations.create(agent.id)
+
+    async def settle() -> None:
+        task = services.local._unload_task
+        if task is not None:
+            await task
 
     async def scenario():
         first = await services.chat.run(services.chat.begin(conv.id, agent, "Hi"))
         assert first.status == "complete" and services.local.worker.alive
-        await asyncio.sleep(0.2)  # not idle long enough yet
+        [timer] = timers.pending
+        assert timer.when == 300
+        timers.advance(299)  # not idle long enough yet
+        await settle()
+        assert services.local.worker.alive and timers.pending == [timer]
+        # A request in between starts the wait over: the old timer can no longer unload.
+        second = await services.chat.run(services.chat.begin(conv.id, agent, "More"))
+        assert second.status == "complete" and timer.cancelled
+        timers.advance(299)  # 598 s in, 299 s after the last reply
+        await settle()
         assert services.local.worker.alive
-        for _ in range(100):  # then it goes (bounded wait, not a timing assertion)
-            await asyncio.sleep(0.1)
-            if not services.local.worker.alive:
-                break
+        timers.advance(1)  # 300 s idle: it goes
+        await settle()
         assert not services.local.worker.alive and services.local.state == "unloaded"
         again = await services.chat.run(services.chat.begin(conv.id, agent, "Again"))
         assert again.status == "complete" and again.stats["load_ms"] is not None
@@ -36,12 +77,15 @@ def test_idle_model_is_unloaded_after_the_setting_and_reloads_on_next_message(se
 
 def test_without_the_setting_the_model_stays_loaded(services):
     assert services.local.idle_unload_s is None
+    timers = FakeTimers()
+    services.local.scheduler = timers.call_later
     agent = services.agents.by_name(STARTER_AGENT_NAME).with_changes(max_tokens=2, seed=1)
     conv = services.conversations.create(agent.id)
 
     async def scenario():
         await services.chat.run(services.chat.begin(conv.id, agent, "Hi"))
-        await asyncio.sleep(0.5)
+        assert timers.pending == []  # no timer armed at all
+        timers.advance(10**6)
         assert services.local.worker.alive
 
     asyncio.run(scenario())

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from desktop.llm.events import TextDelta
+from desktop.llm.events import PrefillProgress, TextDelta
 from desktop.local.starter import STARTER_AGENT_NAME
 
 pytestmark = pytest.mark.slow
@@ -58,27 +58,44 @@ def test_sigkill_mid_reply_keeps_text_and_next_message_reloads(services) -> None
 
 
 def test_stop_during_long_prefill_cancels_without_killing_the_worker(services) -> None:
-    agent = services.agents.update(_starter(services, max_tokens=50, n_ctx=4096))
+    # n_batch 64: the prompt below takes ~25 batches, and progress is told between them.
+    agent = services.agents.update(_starter(services, max_tokens=50, n_ctx=4096, n_batch=64))
     conv = services.conversations.create(agent.id)
     # Warm the worker so the prefill below is the only slow part.
     asyncio.run(services.chat.run(services.chat.begin(conv.id, agent, "Hi")))
     pid = services.local.worker.pid
     long_prompt = "Summarise this. " + " ".join(f"w{i}" for i in range(500))  # ~1,500 tokens
+    seen: list[PrefillProgress] = []
+    texts: list[TextDelta] = []
 
     async def main():
         turn = services.chat.begin(conv.id, agent, long_prompt)
-        task = asyncio.ensure_future(services.chat.run(turn))
-        await asyncio.sleep(0.3)  # well inside a 1,500+ token prefill on CPU
-        task.cancel()
+        task: asyncio.Task | None = None
+
+        def on_event(event) -> None:
+            if isinstance(event, TextDelta):
+                texts.append(event)
+            if isinstance(event, PrefillProgress) and not seen:
+                seen.append(event)
+                task.cancel()  # Stop, while the prompt is being evaluated
+
+        task = asyncio.ensure_future(services.chat.run(turn, on_event=on_event))
         with pytest.raises(asyncio.CancelledError):
             await task
         return turn
 
     turn = asyncio.run(main())
     msg = services.conversations.message(turn.assistant_message_id)
-    assert msg.status == "cancelled"
+    assert msg.status == "cancelled" and msg.content == "" and not texts
     row = services.stats.for_message(msg.id)
     assert row["finish_reason"] == "cancelled"
+    # The cancel landed during prefill: it was sent mid-prompt, and llama.cpp evaluated only
+    # part of the prompt (what it had done when the flag was seen), by its own count.
+    [progress] = seen
+    assert progress.evaluated < progress.total
+    timing = services.local.worker.last_timing
+    assert timing is not None and timing.prompt_eval_tokens is not None
+    assert timing.prompt_eval_tokens < progress.total * 3 // 4  # far from the whole prompt
     assert services.local.worker.pid == pid and services.local.worker.alive  # stopped, not killed
     after = asyncio.run(services.chat.run(services.chat.begin(conv.id, agent, "Still there?")))
     assert after.status == "complete"
