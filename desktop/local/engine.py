@@ -328,6 +328,8 @@ class LocalEngine:
             prefill_ms=float(perf.t_p_eval_ms) if perf is not None else None,
             decode_ms=float(perf.t_eval_ms) if perf is not None else None,
             prompt_eval_tokens=int(perf.n_p_eval) if perf is not None else None,
+            # the evaluations t_eval_ms covers: the decode speed is n_eval / t_eval
+            decode_tokens=int(perf.n_eval) if perf is not None else None,
             load_ms=load_ms,
         )
         yield Finished(finish)  # type: ignore[arg-type]

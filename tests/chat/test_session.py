@@ -5,7 +5,7 @@ import asyncio
 import pytest
 
 from desktop.chat import session as session_mod
-from desktop.llm.events import TextDelta
+from desktop.llm.events import TextDelta, Timing
 from desktop.local.starter import STARTER_AGENT_NAME
 from desktop.store.agents import Agent
 from tests.helpers.fault_server import FaultServer, Reply, error_reply, ticking_tokens
@@ -24,11 +24,15 @@ def test_turn_streams_reply_and_records_message_and_stats(services) -> None:
     conv = services.conversations.create(agent.id)
     turn = services.chat.begin(conv.id, agent, "Say hello in one short sentence.")
     deltas: list[str] = []
-    result = asyncio.run(
-        services.chat.run(
-            turn, on_event=lambda e: isinstance(e, TextDelta) and deltas.append(e.text)
-        )
-    )
+    timings: list[Timing] = []
+
+    def on_event(event: object) -> None:
+        if isinstance(event, TextDelta):
+            deltas.append(event.text)
+        elif isinstance(event, Timing) and event.decode_ms is not None:
+            timings.append(event)
+
+    result = asyncio.run(services.chat.run(turn, on_event=on_event))
     assert result.error is None and result.status == "complete"
     assert result.text.strip() and result.text == "".join(deltas)
     msgs = services.conversations.messages(conv.id)
@@ -41,6 +45,11 @@ def test_turn_streams_reply_and_records_message_and_stats(services) -> None:
     assert row["finish_reason"] in ("stop", "length") and row["token_source"] == "reported"
     assert row["backend"] and row["n_ctx"] == 2048 and row["quantization"] == "Q4_1"
     assert services.conversations.get(conv.id).title.startswith("Say hello")
+    # the decode speed is llama.cpp's own: its eval count over its eval time
+    [timing] = timings
+    assert timing.decode_tokens is not None and 0 < timing.decode_tokens <= row["output_tokens"]
+    expected = timing.decode_tokens / (timing.decode_ms / 1000)
+    assert row["decode_tok_s"] == round(expected, 2)
 
 
 def test_second_turn_reuses_the_prompt_cache(services) -> None:
