@@ -11,17 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, assert_never
 
-from desktop.llm.events import (
-    Finished,
-    PrefillProgress,
-    Queued,
-    ReasoningDelta,
-    RunInfo,
-    StreamEvent,
-    TextDelta,
-    Timing,
-    Usage,
-)
+from desktop.llm import events as ev
 
 
 def _ms(start: float | None, end: float | None) -> float | None:
@@ -54,48 +44,48 @@ class StatsClock:
         self.queued_at: float | None = None
         self.queued_ms: float | None = None
         self.queue_reason = ""
-        self.prefill_progress: PrefillProgress | None = None  # the latest, while it runs
-        self.prefill_first: PrefillProgress | None = None  # and when it came: the pace
+        self.prefill_progress: ev.PrefillProgress | None = None  # the latest, while it runs
+        self.prefill_first: ev.PrefillProgress | None = None  # and when it came: the pace
         self.prefill_started: float | None = None
-        self.usage = Usage(source="counted")
-        self.timing = Timing()
-        self.info = RunInfo()
+        self.usage = ev.Usage(source="counted")
+        self.timing = ev.Timing()
+        self.info = ev.RunInfo()
 
-    def on_event(self, event: StreamEvent) -> None:
+    def on_event(self, event: ev.StreamEvent) -> None:
         match event:
-            case TextDelta() | ReasoningDelta():
+            case ev.TextDelta() | ev.ReasoningDelta():
                 now = self._clock()
                 if self.first_token is None:
                     self.first_token = now
                 self.last_token = now
-                if isinstance(event, TextDelta):
+                if isinstance(event, ev.TextDelta):
                     self.tokens += event.tokens
                 else:
                     self.tokens += 1
                     self.reasoning_streamed += 1
-            case Usage() as usage:
+            case ev.Usage() as usage:
                 self.usage = usage
-            case Timing() as timing:
-                self.timing = Timing(
+            case ev.Timing() as timing:
+                self.timing = ev.Timing(
                     **{
                         name: getattr(timing, name)
                         if getattr(timing, name) is not None
                         else getattr(self.timing, name)
-                        for name in Timing.__slots__
+                        for name in ev.Timing.__slots__
                     }
                 )
-            case RunInfo() as info:
+            case ev.RunInfo() as info:
                 self.info = info
-            case Queued(waiting=True) as queued:
+            case ev.Queued(waiting=True) as queued:
                 self.queued_at, self.queue_reason = self._clock(), queued.reason
-            case Queued():
+            case ev.Queued():
                 self.queued_ms = _ms(self.queued_at, self._clock())
                 self.queued_at = None
-            case PrefillProgress() as progress:
+            case ev.PrefillProgress() as progress:
                 if self.prefill_first is None:
                     self.prefill_first, self.prefill_started = progress, self._clock()
                 self.prefill_progress = progress
-            case Finished():
+            case ev.Finished():
                 pass
             case _:
                 assert_never(event)

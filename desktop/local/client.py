@@ -29,7 +29,7 @@ from desktop.llm.errors import ContextTooLong, LocalModelError
 from desktop.llm.events import Queued, StreamEvent, Timing
 from desktop.llm.provider import ChatRequest
 from desktop.local.loading import LoadParams
-from desktop.local.worker import worker_main
+from desktop.local.worker import received, worker_main
 
 log = logging.getLogger("simi.local")
 _worker_log = logging.getLogger("simi.local.worker")
@@ -113,11 +113,7 @@ class WorkerClient:
         log.info("started llama.cpp worker pid %s (generation %s)", process.pid, self._generation)
 
     def _read_loop(self, conn: Any, process: Any, generation: int) -> None:
-        while True:
-            try:
-                message = conn.recv()
-            except (EOFError, OSError):
-                break
+        for message in received(conn):
             tag = message[0]
             if tag == "log":  # the worker's log record, into the app's log
                 _, level, name, text = message

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from desktop.errors import UserError
@@ -87,6 +88,15 @@ def worker_main(conn: Any, raw_flag: Any) -> None:
         log.exception("llama.cpp worker failed")
 
 
+def received(conn: Any) -> Iterator[Any]:
+    """The messages from the other end of the pipe, until it closes (both sides read so)."""
+    while True:
+        try:
+            yield conn.recv()
+        except (EOFError, OSError):
+            return
+
+
 def _serve(conn: Any, raw_flag: Any, send: Any) -> None:
     from desktop.local.engine import LocalEngine
     from desktop.local.loading import capture_llama_logs
@@ -95,11 +105,7 @@ def _serve(conn: Any, raw_flag: Any, send: Any) -> None:
     flag = SharedFlag(raw_flag)
     engine = LocalEngine()
 
-    while True:
-        try:
-            message = conn.recv()
-        except (EOFError, OSError):
-            break
+    for message in received(conn):
         op = message[0]
         if op == "shutdown":
             break

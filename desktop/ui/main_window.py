@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 from desktop.chat import agent_status
 from desktop.chat.services import Services, idle_unload_seconds
 from desktop.store.agents import Agent
+from desktop.ui import transfer
 from desktop.ui.agent_sidebar import AgentSidebar
 from desktop.ui.conversation_browser import ConversationBrowser
 from desktop.ui.conversation_pane import ConversationPane
@@ -42,7 +43,6 @@ from desktop.ui.pane_stack import PaneStack
 from desktop.ui.resources import app_icon
 from desktop.ui.settings_dialog import SettingsDialog, footer_mode
 from desktop.ui.shortcuts import COMPOSER_ONLY, SHORTCUTS, ShortcutsSheet, sequences
-from desktop.ui.transfer import ConversationTransfer
 from desktop.ui.widgets import InfoBar, hbox, vbox
 
 log = logging.getLogger("simi.ui")
@@ -95,13 +95,6 @@ class MainWindow(QMainWindow):
             services,
             ask_text=lambda *args: self.ask_text(*args),
             is_streaming=lambda conv_id: self.pane_stack.is_streaming(conv_id),
-        )
-        self.transfer = ConversationTransfer(
-            services,
-            ask_save_path=lambda *args: self.ask_save_path(*args),
-            ask_open_path=lambda *args: self.ask_open_path(*args),
-            say=self._say,
-            opened=self.open_conversation,
         )
         self.status_label = QLabel()
         self.status_label.setObjectName("StatusLine")
@@ -408,10 +401,21 @@ class MainWindow(QMainWindow):
     def export_conversation(
         self, fmt: str, conversation_id: int | None = None
     ) -> asyncio.Task[None] | None:
-        return self.transfer.export(fmt, conversation_id or self.conversation_id)
+        return transfer.export_conversation(
+            self.services,
+            fmt,
+            conversation_id or self.conversation_id,
+            ask_save_path=self.ask_save_path,
+            say=self._say,
+        )
 
     def import_conversation(self) -> asyncio.Task[None] | None:
-        return self.transfer.import_()
+        return transfer.import_conversation(
+            self.services,
+            ask_open_path=self.ask_open_path,
+            say=self._say,
+            opened=self.open_conversation,
+        )
 
     def open_settings(self) -> None:
         dialog = SettingsDialog(self.services.prefs, self)

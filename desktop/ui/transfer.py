@@ -25,72 +25,63 @@ def _read_json(path: str) -> object:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
-class ConversationTransfer:
-    """File → Export / Import. ``ask_save_path(title, suggested, filters)`` and
-    ``ask_open_path(title, filters)`` ask where (None: cancelled); ``say`` reports on the
-    status line; ``opened(conversation_id)`` shows an imported conversation."""
+def export_conversation(
+    services: Services,
+    fmt: str,
+    conversation_id: int | None,
+    *,
+    ask_save_path: Callable[[str, str, str], str | None],
+    say: Callable[[str], None],
+) -> asyncio.Task[None] | None:
+    """File → Export as Markdown ("md") or JSON. ``ask_save_path(title, suggested, filters)``
+    asks where (None: cancelled); ``say`` reports on the status line."""
+    conv = services.conversations.get(conversation_id) if conversation_id is not None else None
+    if conv is None:
+        say("Open a conversation to export it.")
+        return None
+    stem = "".join(c if c.isalnum() or c in " -_" else "_" for c in conv.title)[:60]
+    suffix, filters = (".md", "Markdown (*.md)") if fmt == "md" else (".json", "JSON (*.json)")
+    path = ask_save_path("Export conversation", (stem or "conversation") + suffix, filters)
+    if not path:
+        return None
+    title = conv.title
 
-    def __init__(
-        self,
-        services: Services,
-        *,
-        ask_save_path: Callable[[str, str, str], str | None],
-        ask_open_path: Callable[[str, str], str | None],
-        say: Callable[[str], None],
-        opened: Callable[[int], None],
-    ) -> None:
-        self.services = services
-        self._ask_save_path = ask_save_path
-        self._ask_open_path = ask_open_path
-        self._say = say
-        self._opened = opened
+    async def write() -> None:
+        try:
+            text = await run_blocking(_export_text, services, fmt, conv.id)
+            await run_blocking(Path(path).write_text, text, encoding="utf-8")
+        except OSError as exc:
+            say(f"Could not write {path}: {exc.strerror or exc}")
+            return
+        say(f"Exported “{title}” to {path}")
 
-    def export(self, fmt: str, conversation_id: int | None) -> asyncio.Task[None] | None:
-        conv = (
-            self.services.conversations.get(conversation_id)
-            if conversation_id is not None
-            else None
-        )
-        if conv is None:
-            self._say("Open a conversation to export it.")
-            return None
-        stem = "".join(c if c.isalnum() or c in " -_" else "_" for c in conv.title)[:60]
-        suffix, filters = (".md", "Markdown (*.md)") if fmt == "md" else (".json", "JSON (*.json)")
-        path = self._ask_save_path(
-            "Export conversation", (stem or "conversation") + suffix, filters
-        )
-        if not path:
-            return None
-        services, title = self.services, conv.title
+    say(f"Exporting “{title}”…")
+    return start(write(), name="export")
 
-        async def write() -> None:
-            try:
-                text = await run_blocking(_export_text, services, fmt, conv.id)
-                await run_blocking(Path(path).write_text, text, encoding="utf-8")
-            except OSError as exc:
-                self._say(f"Could not write {path}: {exc.strerror or exc}")
-                return
-            self._say(f"Exported “{title}” to {path}")
 
-        self._say(f"Exporting “{title}”…")
-        return start(write(), name="export")
+def import_conversation(
+    services: Services,
+    *,
+    ask_open_path: Callable[[str, str], str | None],
+    say: Callable[[str], None],
+    opened: Callable[[int], None],
+) -> asyncio.Task[None] | None:
+    """File → Import: ``ask_open_path(title, filters)`` asks which file; ``opened`` shows the
+    imported conversation."""
+    path = ask_open_path("Import conversation", "SIMI Multi JSON (*.json)")
+    if not path:
+        return None
 
-    def import_(self) -> asyncio.Task[None] | None:
-        path = self._ask_open_path("Import conversation", "SIMI Multi JSON (*.json)")
-        if not path:
-            return None
+    async def read() -> None:
+        try:
+            data = await run_blocking(_read_json, path)
+            # stored on the loop's thread: the connection is shared with streaming replies
+            conv_id = from_json(data, services.conversations, services.stats, services.agents)
+        except (OSError, ValueError) as exc:
+            message = str(exc) if isinstance(exc, ExportError) else f"{path}: {exc}"
+            say(f"Could not import: {message}")
+            return
+        opened(conv_id)
+        say(f"Imported {Path(path).name}")
 
-        async def read() -> None:
-            services = self.services
-            try:
-                data = await run_blocking(_read_json, path)
-                # stored on the loop's thread: the connection is shared with streaming replies
-                conv_id = from_json(data, services.conversations, services.stats, services.agents)
-            except (OSError, ValueError) as exc:
-                message = str(exc) if isinstance(exc, ExportError) else f"{path}: {exc}"
-                self._say(f"Could not import: {message}")
-                return
-            self._opened(conv_id)
-            self._say(f"Imported {Path(path).name}")
-
-        return start(read(), name="import")
+    return start(read(), name="import")
