@@ -124,8 +124,8 @@ async def measure(
         "tokens_per_stream": [int(r["tokens"]) for r in results],
         "tok_s_per_stream_mean": round(statistics.fmean(rates), 2) if rates else None,
         "tok_s_per_stream_min": round(min(rates), 2) if rates else None,
-        "loop_lag_p50_ms": round(_percentile(lags, 50), 3),
-        "loop_lag_p99_ms": round(_percentile(lags, 99), 3),
+        "loop_lag_p50_ms": round(percentile(lags, 50), 3),
+        "loop_lag_p99_ms": round(percentile(lags, 99), 3),
         "loop_lag_max_ms": round(max(lags), 3),
         "ticks": len(lags),
     }
@@ -193,7 +193,8 @@ def measure_with_window(base: str, streams: int) -> dict[str, Any]:
     return result
 
 
-def _percentile(values: list[float], pct: float) -> float:
+def percentile(values: list[float], pct: float) -> float:
+    """The nearest-rank percentile (``pct`` 0–100); remote_ttft.py uses it too."""
     ordered = sorted(values)
     index = min(len(ordered) - 1, max(0, round(pct / 100 * (len(ordered) - 1))))
     return ordered[index]

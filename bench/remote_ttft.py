@@ -47,6 +47,7 @@ os.environ["QT_API"] = "pyside6"
 
 import httpx
 
+from bench.remote_streams import percentile
 from desktop.chat.providers import ProviderFactory, build_provider
 from desktop.llm.events import TextDelta
 from desktop.llm.provider import ChatMessage, ChatRequest, Provider, Sampling
@@ -182,19 +183,13 @@ async def measure(base_url: str, ca_bundle: str | None, turns: int) -> dict[str,
     return {
         "turns": turns,
         "app_ttft_ms_median": round(app_med, 3),
-        "app_ttft_ms_p90": round(_percentile(app_ms, 90), 3),
+        "app_ttft_ms_p90": round(percentile(app_ms, 90), 3),
         "raw_ttft_ms_median": round(raw_med, 3),
-        "raw_ttft_ms_p90": round(_percentile(raw_ms, 90), 3),
+        "raw_ttft_ms_p90": round(percentile(raw_ms, 90), 3),
         "new_client_per_turn_ttft_ms_median": round(statistics.median(fresh_ms), 3),
         "clients_made_by_the_app_path": clients_made,
         "overhead_ms": round(app_med - raw_med, 3),
     }
-
-
-def _percentile(values: list[float], pct: float) -> float:
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(pct / 100 * (len(ordered) - 1))))
-    return ordered[index]
 
 
 def main() -> None:

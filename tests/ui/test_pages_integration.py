@@ -37,23 +37,28 @@ def test_agent_editor_shows_a_live_memory_estimate(window: Any, qtbot: Any) -> N
     dialog.deleteLater()
 
 
-def test_context_too_long_offers_to_drop_oldest_turns_and_then_answers(
-    services: Any, make_window: Any, qtbot: Any
-) -> None:
+def _overflowed(services: Any, make_window: Any, qtbot: Any) -> tuple[Any, Any]:
+    """A window whose conversation has outgrown the starter's context (n_ctx 512): the last
+    reply failed with "context too long"."""
     from PySide6.QtCore import Qt
 
     agent = services.agents.by_name("SmolLM2 (local)")
     services.agents.update(agent.with_changes(n_ctx=512, max_tokens=12, seed=1))
     window = make_window(services)
     long = " ".join(f"fact{i}" for i in range(120))
-    window.pane.composer.setPlainText(f"Remember: {long}")
-    qtbot.keyClick(window.pane.composer, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: not window.pane.presenter.busy, timeout=60_000)
-    window.pane.composer.setPlainText(f"And also: {long}")
-    qtbot.keyClick(window.pane.composer, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: not window.pane.presenter.busy, timeout=60_000)
+    for text in (f"Remember: {long}", f"And also: {long}"):
+        window.pane.composer.setPlainText(text)
+        qtbot.keyClick(window.pane.composer, Qt.Key.Key_Return)
+        qtbot.waitUntil(lambda: not window.pane.presenter.busy, timeout=60_000)
+    return window, services.conversations.messages(window.conversation_id)[-1]
 
-    failed = services.conversations.messages(window.conversation_id)[-1]
+
+def test_context_too_long_offers_to_drop_oldest_turns_and_then_answers(
+    services: Any, make_window: Any, qtbot: Any
+) -> None:
+    from PySide6.QtCore import Qt
+
+    window, failed = _overflowed(services, make_window, qtbot)
     assert failed.status == "error" and failed.error_kind == "context_too_long"
     bubble = window.pane.transcript.bubble(failed.id)
     drop = bubble.fit_buttons["fit_drop"]
@@ -105,15 +110,7 @@ def test_raise_context_asks_first_with_size_memory_and_trained_context(
 ) -> None:
     from PySide6.QtCore import Qt
 
-    agent = services.agents.by_name("SmolLM2 (local)")
-    services.agents.update(agent.with_changes(n_ctx=512, max_tokens=12, seed=1))
-    window = make_window(services)
-    long = " ".join(f"fact{i}" for i in range(120))
-    for text in (f"Remember: {long}", f"And also: {long}"):
-        window.pane.composer.setPlainText(text)
-        qtbot.keyClick(window.pane.composer, Qt.Key.Key_Return)
-        qtbot.waitUntil(lambda: not window.pane.presenter.busy, timeout=60_000)
-    failed = services.conversations.messages(window.conversation_id)[-1]
+    window, failed = _overflowed(services, make_window, qtbot)
     assert failed.error_kind == "context_too_long"
     offers: list[Any] = []
     answers: list[Any] = [None]  # first: the person cancels
