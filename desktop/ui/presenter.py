@@ -406,13 +406,14 @@ class ConversationPresenter(QObject):
         if clock is None:
             return
         agent = turn.agent
-        loading = agent.is_local and self.services.local.state == "loading"
-        waiting = clock.waiting_for(remote=not agent.is_local, loading_model=loading) or ""
-        if waiting != self._waiting:  # changes at most once a second, and once at the 1st token
-            self._waiting = waiting
-            self.waiting_changed.emit(turn.assistant_message_id, waiting)
-            if waiting:
-                self._set_status(f"{agent.name} · {waiting}")
+        if clock.first_token is None or self._waiting:  # nothing to say once text flows
+            loading = agent.is_local and self.services.local.state == "loading"
+            waiting = clock.waiting_for(remote=not agent.is_local, loading_model=loading) or ""
+            if waiting != self._waiting:  # at most once a second, and once at the 1st token
+                self._waiting = waiting
+                self.waiting_changed.emit(turn.assistant_message_id, waiting)
+                if waiting:
+                    self._set_status(f"{agent.name} · {waiting}")
         now = clock.now()
         if clock.first_token is not None and now - self._last_rate_at >= RATE_INTERVAL_S:
             self._last_rate_at = now
