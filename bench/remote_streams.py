@@ -37,17 +37,22 @@ from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
 TICK_S = 0.005
 
 
+async def read_request(reader: asyncio.StreamReader) -> None:
+    """Read one HTTP request (head and body); remote_ttft.py's server reads with it too."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.decode("latin-1").split("\r\n"):
+        if line.lower().startswith("content-length:"):
+            length = int(line.split(":", 1)[1])
+    await reader.readexactly(length)
+
+
 def serve(port_queue: Any, rate: float, tokens: int) -> None:
     """The fake endpoint: stands in for any OpenAI-compatible server streaming at ``rate``."""
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = 0
-            for line in head.decode("latin-1").split("\r\n"):
-                if line.lower().startswith("content-length:"):
-                    length = int(line.split(":", 1)[1])
-            await reader.readexactly(length)
+            await read_request(reader)
             writer.write(
                 b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                 b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"

@@ -47,7 +47,7 @@ os.environ["QT_API"] = "pyside6"
 
 import httpx
 
-from bench.remote_streams import percentile
+from bench.remote_streams import percentile, read_request
 from desktop.chat.providers import ProviderFactory, build_provider
 from desktop.llm.events import TextDelta
 from desktop.llm.provider import ChatMessage, ChatRequest, Provider, Sampling
@@ -66,14 +66,9 @@ def serve(ports: Any, cert: str, key: str) -> None:
         try:
             while True:
                 try:
-                    head = await reader.readuntil(b"\r\n\r\n")
+                    await read_request(reader)
                 except asyncio.IncompleteReadError:
                     return  # the client closed its kept connection
-                length = 0
-                for line in head.decode("latin-1").split("\r\n"):
-                    if line.lower().startswith("content-length:"):
-                        length = int(line.split(":", 1)[1])
-                await reader.readexactly(length)
                 writer.write(
                     b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                     b"Transfer-Encoding: chunked\r\n\r\n"

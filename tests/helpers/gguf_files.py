@@ -149,3 +149,20 @@ def huge_string(dest: Path) -> Path:
 def text_file(dest: Path) -> Path:
     dest.write_text("These are my notes, not a model.\n" * 50, encoding="utf-8")
     return dest
+
+
+def short_local_agent(services: Any, name: str, path: Path) -> Any:
+    """A stored local agent on the GGUF file ``path`` with short, repeatable replies."""
+    from desktop.store.agents import Agent
+
+    return services.agents.create(
+        Agent(
+            name=name,
+            kind="local",
+            model=name.lower().replace(" ", "-"),
+            model_path=str(path),
+            n_ctx=512,
+            max_tokens=8,
+            seed=1,
+        )
+    )

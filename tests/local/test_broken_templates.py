@@ -20,7 +20,6 @@ from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
 from desktop.local.client import WorkerClient
 from desktop.local.engine import LocalEngine
 from desktop.local.loading import CHATML_TEMPLATE_NOTE, LoadParams
-from desktop.store.agents import Agent
 from tests.helpers import gguf_files
 
 pytestmark = pytest.mark.slow
@@ -65,17 +64,7 @@ def test_broken_template_through_the_worker_is_a_complete_reply(
     services, broken_models, capfd, caplog
 ) -> None:
     path = broken_models["unknown-tag"]
-    agent = services.agents.create(
-        Agent(
-            name="Bad template",
-            kind="local",
-            model="b",
-            model_path=str(path),
-            n_ctx=512,
-            max_tokens=8,
-            seed=1,
-        )
-    )
+    agent = gguf_files.short_local_agent(services, "Bad template", path)
     conv = services.conversations.create(agent.id)
     with caplog.at_level(logging.INFO, logger="simi"):
         result = asyncio.run(services.chat.run(services.chat.begin(conv.id, agent, "Hi")))

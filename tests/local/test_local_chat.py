@@ -11,7 +11,6 @@ from desktop.llm.events import RunInfo
 from desktop.local.catalog import read_model_info
 from desktop.local.loading import CHATML_TEMPLATE_NOTE
 from desktop.local.starter import STARTER_AGENT_NAME
-from desktop.store.agents import Agent
 from tests.helpers import gguf_files
 
 pytestmark = pytest.mark.slow
@@ -29,17 +28,7 @@ def test_model_without_chat_template_uses_chatml_and_says_so(services, tmp_path:
         tmp_path / "no-template.gguf", drop_kv=("tokenizer.chat_template",)
     )
     assert read_model_info(path).template_note == "no chat template: using ChatML"
-    agent = services.agents.create(
-        Agent(
-            name="NoTmpl",
-            kind="local",
-            model="n",
-            model_path=str(path),
-            n_ctx=512,
-            max_tokens=8,
-            seed=1,
-        )
-    )
+    agent = gguf_files.short_local_agent(services, "NoTmpl", path)
     conv = services.conversations.create(agent.id)
     events: list = []
     result = _run(services, conv.id, agent, "Say hello.", events)
