@@ -330,16 +330,17 @@ class ConversationPane(QWidget):
         box.setWindowTitle("Raise context")
         box.setText(offer.question)
         buttons = {}
-        for choice in offer.choices:
-            words = f"Raise to {choice.n_ctx:,}"
+        details = []
+        for choice in offer.choices:  # short buttons; what each costs in the text above them
+            label = f"Raise to {choice.n_ctx:,}"
             if choice.drops_turns:
-                words += " (the trained size; oldest turns left out)"
+                label += " (trained size)"
             elif choice.beyond_training:
-                words += " (past the trained size)"
-            if choice.memory:
-                words += f" · {choice.memory}"
-            role = QMessageBox.ButtonRole.AcceptRole
-            buttons[box.addButton(words, role)] = choice
+                label += " (past training)"
+            note = "oldest turns left out; " if choice.drops_turns else ""
+            details.append(f"{choice.n_ctx:,} tokens: {note}{choice.memory or 'memory unknown'}")
+            buttons[box.addButton(label, QMessageBox.ButtonRole.AcceptRole)] = choice
+        box.setInformativeText("\n".join(details))
         cancel = box.addButton(QMessageBox.StandardButton.Cancel)
         box.setDefaultButton(cancel)
         box.exec()
