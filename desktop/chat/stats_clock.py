@@ -30,6 +30,16 @@ def token_rate(tokens: int | None, seconds: float | None) -> float | None:
     return round((tokens - 1) / seconds, 2)
 
 
+# A speed measured on our side needs a stream to measure: at least this many separate
+# arrivals of text, over at least this long. A reply that came in one piece (not streamed,
+# or buffered by a proxy) has no decode speed rather than an absurd one.
+MIN_CHUNKS_FOR_RATE = 3
+MIN_SPAN_FOR_RATE_S = 0.05
+# An estimate of prefill speed from TTFT means something only for a prompt this long: below
+# it, the round trip and the server's queue are most of the TTFT.
+MIN_TOKENS_FOR_PREFILL_ESTIMATE = 256
+
+
 class StatsClock:
     """Collects the events of one call; ``row()`` turns them into an inference_stats row."""
 
@@ -40,6 +50,7 @@ class StatsClock:
         self.first_token: float | None = None
         self.last_token: float | None = None
         self.tokens = 0  # model tokens of text and reasoning seen (TextDelta.tokens)
+        self.chunks = 0  # separate arrivals of text or reasoning
         self.reasoning_streamed = 0  # of which reasoning (ReasoningDelta)
         self.queued_at: float | None = None
         self.queued_ms: float | None = None
@@ -58,6 +69,7 @@ class StatsClock:
                 if self.first_token is None:
                     self.first_token = now
                 self.last_token = now
+                self.chunks += 1
                 if isinstance(event, ev.TextDelta):
                     self.tokens += event.tokens
                 else:
@@ -126,11 +138,18 @@ class StatsClock:
             what = "waiting for the first token"
         return what + since
 
-    def live_decode_tok_s(self) -> float | None:
-        """The decode speed so far, by the same formula as the stored figure."""
+    def _streamed_span(self) -> float | None:
+        """Seconds from the first text to the last, when the stream allows a rate at all."""
         if self.first_token is None or self.last_token is None:
             return None
-        return token_rate(self.tokens, self.last_token - self.first_token)
+        span = self.last_token - self.first_token
+        if self.chunks < MIN_CHUNKS_FOR_RATE or span < MIN_SPAN_FOR_RATE_S:
+            return None
+        return span
+
+    def live_decode_tok_s(self) -> float | None:
+        """The decode speed so far, by the same formula as the stored figure."""
+        return token_rate(self.tokens, self._streamed_span())
 
     def _decode_tok_s(self, output: int | None) -> float | None:
         """The backend's own figure when it gave one (its eval count over its decode time);
@@ -141,13 +160,30 @@ class StatsClock:
             return round(timing.decode_tokens / (timing.decode_ms / 1000), 2)
         if timing.decode_ms:
             return token_rate(output, timing.decode_ms / 1000)
-        if self.first_token is None or self.last_token is None:
+        span = self._streamed_span()
+        if span is None:
             return None
         streamed = output
         hidden = (self.usage.reasoning_tokens or 0) if not self.reasoning_streamed else 0
         if streamed is not None and hidden:
             streamed = max(streamed - hidden, 0)
-        return token_rate(streamed, self.last_token - self.first_token)
+        return token_rate(streamed, span)
+
+    def _prefill(self, ttft_ms: float | None) -> tuple[float | None, str | None]:
+        """Prefill speed and how it was found: the backend's own counters ("measured"), else
+        for a long enough prompt the new prompt tokens over TTFT less connecting
+        ("estimated": TTFT also holds the round trip and any queue, so the true speed is at
+        least this)."""
+        timing, usage = self.timing, self.usage
+        if timing.prefill_ms and timing.prompt_eval_tokens:
+            return round(timing.prompt_eval_tokens / (timing.prefill_ms / 1000), 2), "measured"
+        if usage.prompt_tokens is None or usage.source != "reported" or not ttft_ms:
+            return None, None
+        new = usage.prompt_tokens - (usage.cached_tokens or 0)
+        spent_ms = ttft_ms - (timing.connect_ms or 0) - (self.queued_ms or 0)
+        if new < MIN_TOKENS_FOR_PREFILL_ESTIMATE or spent_ms <= 0:
+            return None, None
+        return round(new / (spent_ms / 1000), 2), "estimated"
 
     def row(self, finish_reason: str, error_kind: str | None = None) -> dict[str, Any]:
         end = self._clock()
@@ -157,9 +193,8 @@ class StatsClock:
             output, source = self.tokens, "counted"
         timing = self.timing
         decode_tok_s = self._decode_tok_s(output)
-        prefill_tok_s = None
-        if timing.prefill_ms and timing.prompt_eval_tokens:
-            prefill_tok_s = round(timing.prompt_eval_tokens / (timing.prefill_ms / 1000), 2)
+        ttft_ms = _ms(self.started, self.first_token)
+        prefill_tok_s, prefill_source = self._prefill(ttft_ms)
         prompt = self.usage.prompt_tokens
         window = self.info.context_window
         fill = None
@@ -169,7 +204,14 @@ class StatsClock:
         return {
             "started_at": self.started_at,
             "queued_ms": self.queued_ms,
-            "ttft_ms": _ms(self.started, self.first_token),
+            "ttft_ms": ttft_ms,
+            "stream_ms": _ms(self.first_token, self.last_token),
+            "worker_start_ms": _round(timing.worker_start_ms),
+            "tls_ms": _round(timing.tls_ms),
+            "reused_connection": None if timing.reused is None else int(timing.reused),
+            "timing_source": timing.reported_by,
+            "prefill_source": prefill_source,
+            "kv_cache_bytes": self.info.kv_cache_bytes,
             "total_ms": _ms(self.started, end),
             "decode_ms": _round(timing.decode_ms)
             if timing.decode_ms is not None

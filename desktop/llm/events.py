@@ -46,10 +46,15 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class Timing:
-    """Times the backend itself measured (llama.cpp perf counters, server ``timings``).
+    """Times measured during the call: by the backend (llama.cpp perf counters, a server's
+    ``timings``: ``reported_by`` says which) and by our own client (connect, headers, worker
+    start). Several Timing events of one call merge: a later None keeps the earlier value.
 
     ``decode_tokens``: how many evaluations ``decode_ms`` covers (llama.cpp's ``n_eval``, the
     server's ``predicted_n``); the decode speed is that count over that time.
+    ``connect_ms`` is TCP + TLS, of which ``tls_ms`` the handshake; ``reused``: the request
+    went over a kept-alive connection. ``worker_start_ms``: a local call that had to start
+    the worker process first.
     """
 
     prefill_ms: float | None = None
@@ -59,6 +64,10 @@ class Timing:
     load_ms: float | None = None
     connect_ms: float | None = None
     headers_ms: float | None = None
+    tls_ms: float | None = None
+    reused: bool | None = None
+    worker_start_ms: float | None = None
+    reported_by: Literal["llama.cpp", "server"] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +84,7 @@ class RunInfo:
     load_params: dict[str, object] = field(default_factory=dict)
     model_file_size: int | None = None
     quantization: str | None = None
+    kv_cache_bytes: int | None = None  # local: the KV cache llama.cpp allocated
     # Something the person should know about how the call ran, in finished words: a model
     # loaded with fewer GPU layers than asked (out of GPU memory), a model file without a chat
     # template (ChatML used instead). None when there is nothing to say.

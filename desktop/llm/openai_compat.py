@@ -84,6 +84,7 @@ class _ChatCompletion(ReplyReader):
                 decode_ms=_num(timings.get("predicted_ms")),
                 decode_tokens=_int(timings.get("predicted_n")),
                 prompt_eval_tokens=_int(timings.get("prompt_n")),
+                reported_by="server",
             )
 
     def complete(self) -> bool:

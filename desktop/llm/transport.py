@@ -55,8 +55,9 @@ class CallTimer:
     """Client-side timing of one HTTP call from httpx ``trace`` events.
 
     ``connect_ms``: TCP connect (including the DNS lookup anyio does first) plus the TLS
-    handshake; ``0.0`` when a kept-alive connection was reused (``reused``: no connect
-    happened, the trace never saw ``connection.connect_tcp``); ``None`` before the headers.
+    handshake (``tls_ms``, https only); ``0.0`` when a kept-alive connection was reused
+    (``reused``: no connect happened, the trace never saw ``connection.connect_tcp``);
+    ``None`` before the headers.
     ``headers_ms``: from the start of the call until the response headers were read, connect
     included.
     """
@@ -64,18 +65,24 @@ class CallTimer:
     def __init__(self) -> None:
         self.started = time.perf_counter()
         self._connect_started: float | None = None
+        self._tls_started: float | None = None
         self.connect_ms: float | None = None
+        self.tls_ms: float | None = None
         self.headers_ms: float | None = None
 
     async def trace(self, name: str, info: dict[str, Any]) -> None:
         now = time.perf_counter()
         if name == "connection.connect_tcp.started":
             self._connect_started = now
+        elif name == "connection.start_tls.started":
+            self._tls_started = now
         elif (
             name in ("connection.connect_tcp.complete", "connection.start_tls.complete")
             and self._connect_started is not None
         ):
             self.connect_ms = round((now - self._connect_started) * 1000, 3)
+            if name == "connection.start_tls.complete" and self._tls_started is not None:
+                self.tls_ms = round((now - self._tls_started) * 1000, 3)
         elif name.endswith(".receive_response_headers.complete"):
             self.headers_ms = round((now - self.started) * 1000, 3)
 
@@ -92,8 +99,14 @@ class CallTimer:
         return self.headers_ms is not None and self._connect_started is None
 
     def timing(self) -> Timing:
-        connect_ms = 0.0 if self.reused else self.connect_ms
-        return Timing(connect_ms=connect_ms, headers_ms=self.headers_ms)
+        reused = self.reused
+        connect_ms = 0.0 if reused else self.connect_ms
+        return Timing(
+            connect_ms=connect_ms,
+            headers_ms=self.headers_ms,
+            tls_ms=None if reused else self.tls_ms,
+            reused=reused if self.headers_ms is not None else None,
+        )
 
 
 def new_client(

@@ -206,8 +206,10 @@ class WorkerClient:
             queue: asyncio.Queue[Any] = asyncio.Queue()
             with self._sink_lock:
                 self._sink = (loop, queue)
+            started_worker: float | None = None  # this request had to start the worker
             if not self.alive:
                 self._forget()
+                started_worker = time.perf_counter()
                 self._start()
             req_id = next(self._ids)
             self.last_timing = None
@@ -235,6 +237,7 @@ class WorkerClient:
                             # request had nothing to do with it. A fresh worker gets it.
                             log.info("worker died before request %s; resending it", req_id)
                             resent = True
+                            started_worker = started_worker or time.perf_counter()
                             self._start()
                             self._send_request(req_id, params, request)
                             generation = self._generation
@@ -247,9 +250,12 @@ class WorkerClient:
                         continue  # another request's answer
                     elif tag == "accepted":
                         accepted = True
+                        if started_worker is not None:  # spawn -> the worker took it
+                            spent = (time.perf_counter() - started_worker) * 1000
+                            yield Timing(worker_start_ms=round(spent, 2))
                     elif tag == "event":
                         event = item[3]
-                        if isinstance(event, Timing):
+                        if isinstance(event, Timing) and event.reported_by is not None:
                             self.last_timing = event
                         text_seen = text_seen or type(event).__name__ == "TextDelta"
                         yield event

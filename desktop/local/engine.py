@@ -231,6 +231,7 @@ class LocalEngine:
             model_file_size=model.file_size,
             quantization=model.quantization,
             notice=notice,
+            kv_cache_bytes=model.kv_cache_bytes,
         )
         tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=not has_bos, special=True)
         if len(tokens) >= n_ctx - 1:
@@ -331,6 +332,7 @@ class LocalEngine:
             # the evaluations t_eval_ms covers: the decode speed is n_eval / t_eval
             decode_tokens=int(perf.n_eval) if perf is not None else None,
             load_ms=load_ms,
+            reported_by="llama.cpp" if perf is not None else None,
         )
         yield Finished(finish)  # type: ignore[arg-type]
 

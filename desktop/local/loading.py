@@ -186,6 +186,8 @@ class LoadedModel:
         except OSError:
             self.file_size = self.file_stat = None
         self.quantization = _quantization(meta, self.path)
+        # the KV cache llama.cpp allocated (its "llama_kv_cache: size" line); None if unseen
+        self.kv_cache_bytes: int | None = None
 
     @property
     def template_note(self) -> str | None:
@@ -272,6 +274,7 @@ def load_model(params: LoadParams, loader: Loader | None = None) -> LoadedModel:
                 "again, another file, or a smaller context size."
             ) from exc
     load_ms = (time.perf_counter() - started) * 1000
+    kv_mib = LLAMA_REPORTED_MIB.get("kv_cache")
     note = None
     if tried:
         asked = "all" if tried[0] < 0 else str(tried[0])
@@ -281,7 +284,9 @@ def load_model(params: LoadParams, loader: Loader | None = None) -> LoadedModel:
             f"(slower). Lower n_ctx or use a smaller quantization to fit more."
         )
     log.info("loaded %s in %.0f ms (%s GPU layers)", path.name, load_ms, layers)
-    return LoadedModel(params, llm, load_ms, gpu_layers_used=layers, gpu_note=note)
+    model = LoadedModel(params, llm, load_ms, gpu_layers_used=layers, gpu_note=note)
+    model.kv_cache_bytes = round(kv_mib * 1024 * 1024) if kv_mib is not None else None
+    return model
 
 
 @contextlib.contextmanager

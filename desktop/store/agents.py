@@ -41,6 +41,9 @@ class Agent:
     kv_type: str | None = None
     main_gpu: int | None = None
     n_batch: int | None = None
+    # price override, USD per million tokens; wins over the price dataset (remote agents)
+    price_input_per_m: float | None = None
+    price_output_per_m: float | None = None
     # bookkeeping
     id: int | None = None
     endpoint_id: int | None = None

@@ -245,6 +245,49 @@ def m004_stats_outlive_messages(db: sqlite_utils.Database) -> None:
         db.execute(sql)
 
 
+STATS_COLUMNS_M005 = (
+    # local: starting the worker process, when this call had to (a fresh or crashed worker)
+    ("worker_start_ms", "REAL"),
+    # remote: the TLS handshake, part of connect_ms (which is TCP + TLS)
+    ("tls_ms", "REAL"),
+    # remote: 1 = went over a kept-alive connection (no connect), 0 = opened one
+    ("reused_connection", "INTEGER"),
+    # client: first content token received -> last one received
+    ("stream_ms", "REAL"),
+    # who measured prefill_ms / decode_ms: 'llama.cpp' (our worker's counters), 'server'
+    # (the server's own timings, e.g. llama.cpp server), NULL when nobody did
+    ("timing_source", "TEXT"),
+    # how prefill_tok_s was found: 'measured' (backend counters) or 'estimated' (from TTFT)
+    ("prefill_source", "TEXT"),
+    # local: the KV cache llama.cpp allocated for this model's context, bytes
+    ("kv_cache_bytes", "INTEGER"),
+    # the parts of cost_usd: new input tokens, cached input tokens, output (+ reasoning)
+    ("cost_input_usd", "REAL"),
+    ("cost_cached_usd", "REAL"),
+    ("cost_output_usd", "REAL"),
+)
+
+
+def m005_inference_visibility(db: sqlite_utils.Database) -> None:
+    """Timeline, cost and dashboard columns; a per-agent price override; indexes the
+    dashboard's aggregates use (by agent name, as stats group, and by time)."""
+    have = {c.name for c in db["inference_stats"].columns}
+    for name, sql_type in STATS_COLUMNS_M005:
+        if name not in have:
+            db.execute(f"ALTER TABLE inference_stats ADD COLUMN {name} {sql_type}")
+    agent_columns = {c.name for c in db["agents"].columns}
+    for name in ("price_input_per_m", "price_output_per_m"):
+        if name not in agent_columns:
+            db.execute(f"ALTER TABLE agents ADD COLUMN {name} REAL")
+    db.executescript(
+        """
+        CREATE INDEX IF NOT EXISTS stats_by_agent_name
+            ON inference_stats (agent_name COLLATE NOCASE, started_at);
+        CREATE INDEX IF NOT EXISTS stats_by_started ON inference_stats (started_at);
+        """
+    )
+
+
 Migration = tuple[str, Callable[[sqlite_utils.Database], None]]
 
 MIGRATIONS: list[Migration] = [
@@ -252,4 +295,5 @@ MIGRATIONS: list[Migration] = [
     ("m002_agent_options", m002_agent_options),
     ("m003_branches_search", m003_branches_search),
     ("m004_stats_outlive_messages", m004_stats_outlive_messages),
+    ("m005_inference_visibility", m005_inference_visibility),
 ]

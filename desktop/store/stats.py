@@ -7,6 +7,8 @@ from typing import Any
 
 import sqlite_utils
 
+from desktop.store.migrations import STATS_COLUMNS_M005
+
 STATS_COLUMNS = [
     "message_id",
     "conversation_id",
@@ -47,6 +49,7 @@ STATS_COLUMNS = [
     "load_ms",
     "model_file_size",
     "quantization",
+    *(name for name, _ in STATS_COLUMNS_M005),
 ]
 
 

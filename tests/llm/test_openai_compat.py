@@ -145,7 +145,13 @@ def test_llama_cpp_server_timings_become_timing_and_reported_usage() -> None:
     assert error is None and text(events) == "Hello world."
     server_timing = [e for e in events if isinstance(e, Timing) and e.decode_ms is not None]
     assert server_timing == [
-        Timing(prefill_ms=12.5, decode_ms=30.0, prompt_eval_tokens=7, decode_tokens=3)
+        Timing(
+            prefill_ms=12.5,
+            decode_ms=30.0,
+            prompt_eval_tokens=7,
+            decode_tokens=3,
+            reported_by="server",
+        )
     ]  # predicted_n: the evaluations predicted_ms covers (decode speed 100 tok/s, as it says)
     assert only(events, Usage) == Usage(
         prompt_tokens=12, cached_tokens=5, output_tokens=3, source="reported"
