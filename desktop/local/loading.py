@@ -219,7 +219,9 @@ def _quantization(meta: dict[str, str], path: Path) -> str | None:
 
 def load_model(params: LoadParams, loader: Loader | None = None) -> LoadedModel:
     """Load ``params.model_path`` with ``loader`` (``llama_cpp.Llama`` unless a test injects
-    another); out of GPU memory, retry with half the GPU layers until it fits (CPU at last)."""
+    another); out of GPU memory, retry with half the GPU layers until it fits (CPU at last).
+    ``load_ms`` covers it all: checking the file's header, then llama.cpp's own load."""
+    started = time.perf_counter()
     path = Path(params.model_path)
     check_gguf_file(path)
     if loader is None:
@@ -244,7 +246,6 @@ def load_model(params: LoadParams, loader: Loader | None = None) -> LoadedModel:
     if params.kv_type and params.kv_type != "f16":
         kwargs["type_k"] = KV_TYPE_IDS[params.kv_type]
         kwargs["type_v"] = KV_TYPE_IDS[params.kv_type]
-    started = time.perf_counter()
     layers = params.n_gpu_layers
     tried: list[int] = []
     while True:
