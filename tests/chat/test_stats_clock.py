@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from desktop.chat.stats_clock import StatsClock, token_rate
-from desktop.llm.events import Finished, Queued, ReasoningDelta, TextDelta, Timing, Usage
+from desktop.llm.events import (
+    Finished,
+    Queued,
+    ReasoningDelta,
+    RunInfo,
+    TextDelta,
+    Timing,
+    Usage,
+)
 
 
 class FakeClock:
@@ -178,3 +186,81 @@ def test_before_the_first_token_the_clock_says_what_the_call_waits_for() -> None
     assert local.waiting_for(remote=False) == (
         "reading the prompt: 1,024 of 2,048 tokens · about 2 s left · 4 s"
     )
+
+
+def test_a_reply_that_came_in_one_piece_has_no_decode_speed() -> None:
+    """Non-streamed (one chunk) or buffered by a proxy (two chunks 2 ms apart): a decode
+    speed from such arrivals would read thousands of tok/s. None is shown instead."""
+    for gaps in ([], [0.002]):
+        clock = FakeClock()
+        stats = StatsClock(clock)
+        clock.now += 0.8
+        stats.on_event(TextDelta("The whole answer at once."))
+        for gap in gaps:
+            clock.now += gap
+            stats.on_event(TextDelta(" And the rest."))
+        stats.on_event(Usage(prompt_tokens=20, output_tokens=500))
+        row = stats.row("stop")
+        assert row["decode_tok_s"] is None and stats.live_decode_tok_s() is None
+        assert row["output_tokens"] == 500 and row["ttft_ms"] == 800.0
+
+
+def test_one_token_reply_has_no_decode_speed() -> None:
+    clock = FakeClock()
+    stats = StatsClock(clock)
+    stats.on_event(TextDelta("Yes"))
+    stats.on_event(Usage(prompt_tokens=20, output_tokens=1))
+    assert stats.row("stop")["decode_tok_s"] is None
+
+
+def test_remote_prefill_speed_is_estimated_from_ttft_and_says_so() -> None:
+    clock = FakeClock()
+    stats = StatsClock(clock)
+    stats.on_event(Timing(connect_ms=100.0, headers_ms=150.0))
+    clock.now += 1.0  # first token 1 s after sending: 100 ms of it connecting
+    stats.on_event(TextDelta("a"))
+    stats.on_event(Usage(prompt_tokens=2_000, cached_tokens=200, output_tokens=1))
+    row = stats.row("stop")
+    # the 1,800 new prompt tokens over the 0.9 s not spent connecting: a lower bound
+    assert row["prefill_tok_s"] == 2_000.0 and row["prefill_source"] == "estimated"
+    assert row["timing_source"] is None
+
+
+def test_short_or_counted_prompts_get_no_prefill_estimate() -> None:
+    for usage in (Usage(prompt_tokens=40, output_tokens=3), Usage(source="counted")):
+        clock = FakeClock()
+        stats = StatsClock(clock)
+        clock.now += 0.5
+        stats.on_event(TextDelta("a"))
+        stats.on_event(usage)
+        row = stats.row("stop")
+        assert row["prefill_tok_s"] is None and row["prefill_source"] is None
+
+
+def test_backend_counters_make_prefill_measured_and_the_timeline_figures_are_kept() -> None:
+    clock = FakeClock()
+    stats = StatsClock(clock)
+    stats.on_event(Timing(worker_start_ms=260.0))  # the worker had to start
+    stats.on_event(RunInfo(context_window=2048, kv_cache_bytes=48 << 20))
+    clock.now += 0.7
+    stats.on_event(TextDelta("Hi", tokens=1))
+    for _ in range(3):
+        clock.now += 0.1
+        stats.on_event(TextDelta(" there", tokens=4))
+    stats.on_event(Usage(prompt_tokens=40, cached_tokens=0, output_tokens=13))
+    stats.on_event(
+        Timing(
+            prefill_ms=80.0,
+            prompt_eval_tokens=40,
+            decode_ms=290.0,
+            decode_tokens=12,
+            load_ms=140.0,
+            reported_by="llama.cpp",
+        )
+    )
+    row = stats.row("stop")
+    assert row["worker_start_ms"] == 260.0  # an earlier Timing's figure survives the merge
+    assert row["load_ms"] == 140.0 and row["timing_source"] == "llama.cpp"
+    assert row["prefill_tok_s"] == 500.0 and row["prefill_source"] == "measured"
+    assert row["stream_ms"] == 300.0 and row["decode_ms"] == 290.0
+    assert row["kv_cache_bytes"] == 48 << 20

@@ -65,6 +65,8 @@ def test_second_turn_reuses_the_connection_and_its_stats_say_so(services) -> Non
     assert requests == 2 and connections == 1  # no new TCP connection for the second turn
     assert first.stats["connect_ms"] > 0
     assert second.stats["connect_ms"] == 0  # reused: no connect happened
+    assert (first.stats["reused_connection"], second.stats["reused_connection"]) == (0, 1)
+    assert first.stats["tls_ms"] is None  # plain http: no handshake
     assert second.stats["headers_ms"] is not None
     stored = services.stats.for_message(second.assistant_message_id)
     assert stored["connect_ms"] == 0
@@ -89,7 +91,10 @@ def test_tls_connection_is_reused_with_its_ca_bundle(services, tls) -> None:  # 
         connections = server.connections
     assert connections == 1 and factory.clients.created == 1
     assert first.connect_ms is not None and first.connect_ms > 0  # TCP + TLS handshake
+    assert first.tls_ms is not None and 0 < first.tls_ms <= first.connect_ms
+    assert first.reused is False
     assert [t.connect_ms for t in later] == [0.0, 0.0]
+    assert [(t.reused, t.tls_ms) for t in later] == [(True, None), (True, None)]
 
 
 def test_editing_the_agent_closes_its_client_and_the_next_turn_connects_anew(services) -> None:

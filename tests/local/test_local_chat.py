@@ -46,11 +46,19 @@ def test_model_without_chat_template_uses_chatml_and_says_so(services, tmp_path:
 def test_prompt_cache_is_reused_across_turns_in_the_worker(services) -> None:
     agent = services.agents.by_name(STARTER_AGENT_NAME).with_changes(max_tokens=8, seed=1)
     conv = services.conversations.create(agent.id)
-    _run(services, conv.id, agent, "Hi!")
+    assert not services.local.worker.alive
+    first = _run(services, conv.id, agent, "Hi!").stats
     pid = services.local.worker.pid
     second = _run(services, conv.id, agent, "And again?")
     assert services.local.worker.pid == pid  # same worker process, model kept loaded
+    # The first call paid for starting the worker and loading the model; the timeline
+    # draws those from these figures. The second paid for neither.
+    assert first["worker_start_ms"] > 0 and first["load_ms"] > 0
+    assert first["timing_source"] == "llama.cpp" and first["prefill_source"] == "measured"
+    # the 2,048-token context of 30 layers x 3 KV heads x 64 dims x 2 (K and V) x f16
+    assert first["kv_cache_bytes"] == 2048 * 30 * 3 * 64 * 2 * 2
     stats = second.stats
+    assert stats["worker_start_ms"] is None
     assert stats["cached_tokens"] > 10 and stats["load_ms"] is None
     assert stats["prompt_eval_tokens"] == stats["prompt_tokens"] - stats["cached_tokens"]
 
