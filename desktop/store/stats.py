@@ -1,13 +1,46 @@
-"""inference_stats: one row per model call, and per-agent aggregates."""
+"""inference_stats: one row per model call, and per-agent aggregates.
+
+``StatsStore`` is the entry point: ``record`` a call; read rows back for a message; and the
+dashboard's questions, each answered in SQLite (``stats_query``): ``summary`` (per agent:
+counts, error rate, p50/p95 of TTFT and speeds, tokens, cached share, cost), ``series`` (one
+figure per call over time, for a chart) and ``export_rows`` (every column of every call).
+``StatsFilter`` picks the calls (agents, since, until). ``rows_to_csv`` / ``rows_to_json``
+(``stats_export``) write either list.
+"""
 
 from __future__ import annotations
 
-import string
 from typing import Any
 
 import sqlite_utils
 
+from desktop.store import stats_query
 from desktop.store.migrations import STATS_COLUMNS_M005
+from desktop.store.stats_export import rows_to_csv, rows_to_json
+from desktop.store.stats_query import (
+    DATE_HINT,
+    ERROR_KIND,
+    OUTCOME,
+    SERIES_METRICS,
+    SUMMARY_KEYS,
+    StatsFilter,
+    nocase,
+    parse_when,
+)
+
+__all__ = [
+    "DATE_HINT",
+    "EVERY_CALL",
+    "EXPORT_COLUMNS",
+    "SERIES_METRICS",
+    "STATS_COLUMNS",
+    "SUMMARY_KEYS",
+    "StatsFilter",
+    "StatsStore",
+    "parse_when",
+    "rows_to_csv",
+    "rows_to_json",
+]
 
 STATS_COLUMNS = [
     "message_id",
@@ -51,6 +84,8 @@ STATS_COLUMNS = [
     "quantization",
     *(name for name, _ in STATS_COLUMNS_M005),
 ]
+EVERY_CALL = StatsFilter()
+EXPORT_COLUMNS = ["id", *STATS_COLUMNS]  # the keys of one export_rows() dict, in order
 
 
 class StatsStore:
@@ -96,6 +131,26 @@ class StatsStore:
             f"SELECT * FROM inference_stats {where} ORDER BY id DESC LIMIT ?", [*params, limit]
         )
 
+    def summary(self, f: StatsFilter = EVERY_CALL) -> list[dict[str, Any]]:
+        """Per agent in the filter, most calls first, then by name; keys ``SUMMARY_KEYS``:
+        ``calls`` = ``complete`` + ``cancelled`` + ``errors`` (``error_rate`` = errors/calls,
+        ``error_kinds`` {kind: n}); ``ttft_p50_ms``/``ttft_p95_ms``, ``decode_p50_tok_s``…,
+        ``prefill_p50_tok_s``… (nearest rank over the calls that have the figure, None if
+        none); token sums and ``cached_share`` (cached/prompt, None without prompt tokens);
+        ``cost_usd`` summed over priced calls only (None if none is priced: an unknown price
+        is never 0), ``priced_calls`` / ``unpriced_calls``; ``local`` (every call local);
+        ``first_at`` / ``last_at``."""
+        return stats_query.summary(self._db, f)
+
+    def series(self, f: StatsFilter, metric: str, limit: int = 2000) -> list[dict[str, Any]]:
+        """One figure (``SERIES_METRICS``) of the most recent ``limit`` calls that have it,
+        oldest first: dicts of id, agent, started_at, value, message_id, conversation_id."""
+        return stats_query.series(self._db, f, metric, limit)
+
+    def export_rows(self, f: StatsFilter = EVERY_CALL) -> list[dict[str, Any]]:
+        """Every column (``EXPORT_COLUMNS``) of every call in the filter, oldest first."""
+        return stats_query.export_rows(self._db, f, STATS_COLUMNS)
+
     def per_agent(self, agent_name: str | None = None) -> list[dict[str, Any]]:
         """Aggregates grouped by agent (by name, so history survives renames of others).
 
@@ -107,9 +162,9 @@ class StatsStore:
         where, params = _agent_filter(agent_name)
         rows = self._rows(
             f"SELECT agent_name AS agent, COUNT(*) AS calls, "
-            f"SUM(CASE WHEN {_OUTCOME} = 'complete' THEN 1 ELSE 0 END) AS complete, "
-            f"SUM(CASE WHEN {_OUTCOME} = 'cancelled' THEN 1 ELSE 0 END) AS cancelled, "
-            f"SUM(CASE WHEN {_OUTCOME} = 'error' THEN 1 ELSE 0 END) AS errors, "
+            f"SUM(CASE WHEN {OUTCOME} = 'complete' THEN 1 ELSE 0 END) AS complete, "
+            f"SUM(CASE WHEN {OUTCOME} = 'cancelled' THEN 1 ELSE 0 END) AS cancelled, "
+            f"SUM(CASE WHEN {OUTCOME} = 'error' THEN 1 ELSE 0 END) AS errors, "
             "ROUND(AVG(ttft_ms), 1) AS avg_ttft_ms, "
             "ROUND(AVG(decode_tok_s), 2) AS avg_decode_tok_s, "
             "ROUND(AVG(prefill_tok_s), 2) AS avg_prefill_tok_s, "
@@ -124,31 +179,15 @@ class StatsStore:
         )
         kinds: dict[str, dict[str, int]] = {}
         for r in self._rows(
-            f"SELECT agent_name AS agent, {_ERROR_KIND} AS kind, COUNT(*) AS n "
-            f"FROM inference_stats {where} {'AND' if where else 'WHERE'} {_OUTCOME} = 'error' "
+            f"SELECT agent_name AS agent, {ERROR_KIND} AS kind, COUNT(*) AS n "
+            f"FROM inference_stats {where} {'AND' if where else 'WHERE'} {OUTCOME} = 'error' "
             "GROUP BY agent_name COLLATE NOCASE, kind ORDER BY n DESC, kind",
             params,
         ):
-            kinds.setdefault(_nocase(r["agent"]), {})[str(r["kind"])] = int(r["n"])
+            kinds.setdefault(nocase(r["agent"]), {})[str(r["kind"])] = int(r["n"])
         for row in rows:
-            row["error_kinds"] = kinds.get(_nocase(row["agent"]), {})
+            row["error_kinds"] = kinds.get(nocase(row["agent"]), {})
         return rows
-
-
-# What became of a call, from its row: an error kind means it failed (whatever the finish
-# reason says), a "cancelled" finish that the person stopped it, anything else that it
-# finished on its own.
-_OUTCOME = (
-    "(CASE WHEN error_kind IS NOT NULL OR finish_reason = 'error' THEN 'error' "
-    "WHEN finish_reason = 'cancelled' THEN 'cancelled' ELSE 'complete' END)"
-)
-_ERROR_KIND = "COALESCE(error_kind, 'unknown')"
-_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
-
-
-def _nocase(name: object) -> str:
-    """A name as SQLite's NOCASE compares it (ASCII letters only), to match groups."""
-    return str(name).translate(_ASCII_LOWER)
 
 
 def _agent_filter(agent_name: str | None) -> tuple[str, list[Any]]:
