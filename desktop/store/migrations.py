@@ -288,6 +288,46 @@ def m005_inference_visibility(db: sqlite_utils.Database) -> None:
     )
 
 
+# m006: what the dashboard's summary reads, in the order it groups (agent, time), so it is
+# answered from the index alone; SUMMARY_INDEX_COLUMNS is that list (stats_query reads it).
+SUMMARY_INDEX_COLUMNS = (
+    "started_at",
+    "finish_reason",
+    "error_kind",
+    "provider_kind",
+    "price_source",
+    "prompt_tokens",
+    "cached_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "cost_usd",
+    "ttft_ms",
+    "decode_tok_s",
+    "prefill_tok_s",
+)
+PERCENTILE_INDEXES = (  # (index, figure): each figure's values per agent, in order
+    ("stats_ttft", "ttft_ms"),
+    ("stats_decode", "decode_tok_s"),
+    ("stats_prefill", "prefill_tok_s"),
+)
+
+
+def m006_dashboard_indexes(db: sqlite_utils.Database) -> None:
+    """The dashboard over 100,000 calls in well under 300 ms: a covering index for the
+    per-agent summary (one index scan, no table reads, no sort), and per figure (TTFT,
+    decode and prefill speed) an index of its values per agent in order, from which a
+    percentile is read at its rank instead of sorting."""
+    db.execute(
+        "CREATE INDEX IF NOT EXISTS stats_summary ON inference_stats "
+        f"(agent_name COLLATE NOCASE, {', '.join(SUMMARY_INDEX_COLUMNS)})"
+    )
+    for name, column in PERCENTILE_INDEXES:
+        db.execute(
+            f"CREATE INDEX IF NOT EXISTS {name} ON inference_stats "
+            f"(agent_name COLLATE NOCASE, {column}, started_at) WHERE {column} IS NOT NULL"
+        )
+
+
 Migration = tuple[str, Callable[[sqlite_utils.Database], None]]
 
 MIGRATIONS: list[Migration] = [
@@ -296,4 +336,5 @@ MIGRATIONS: list[Migration] = [
     ("m003_branches_search", m003_branches_search),
     ("m004_stats_outlive_messages", m004_stats_outlive_messages),
     ("m005_inference_visibility", m005_inference_visibility),
+    ("m006_dashboard_indexes", m006_dashboard_indexes),
 ]

@@ -19,6 +19,8 @@ from typing import Any
 
 import sqlite_utils
 
+from desktop.store.migrations import PERCENTILE_INDEXES
+
 # What became of a call, from its row: an error kind means it failed (whatever the finish
 # reason says), a "cancelled" finish that the person stopped it, anything else that it
 # finished on its own.
@@ -109,11 +111,12 @@ class StatsFilter:
         if isinstance(self.agents, str):  # a lone name, not a tuple of its letters
             object.__setattr__(self, "agents", (self.agents,))
 
-    def where(self, *extra: str) -> tuple[str, list[Any]]:
-        """The WHERE clause (with ``extra`` conditions ANDed) and its parameters."""
+    def where(self, *extra: str, agents: bool = True) -> tuple[str, list[Any]]:
+        """The WHERE clause (with ``extra`` conditions ANDed) and its parameters; with
+        ``agents=False`` only the time range (and ``extra``)."""
         parts: list[str] = []
         params: list[Any] = []
-        names = [a for a in dict.fromkeys(self.agents) if a]
+        names = [a for a in dict.fromkeys(self.agents) if a] if agents else []
         if len(names) == 1:
             parts.append("agent_name = ? COLLATE NOCASE")
             params.append(names[0])
@@ -144,60 +147,87 @@ def select(db: sqlite_utils.Database, sql: str, params: list[Any]) -> list[dict[
     return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
 
-def _totals_sql(where: str) -> str:
-    return (
-        # agent_name: one of the group's spellings (names differing only in case are one agent)
-        "SELECT agent_name AS agent, MAX(started_at) AS last_at, MIN(started_at) AS first_at, "
-        "COUNT(*) AS calls, "
-        f"TOTAL({OUTCOME} = 'complete') AS complete, "
-        f"TOTAL({OUTCOME} = 'cancelled') AS cancelled, "
-        f"TOTAL({OUTCOME} = 'error') AS errors, "
+def _totals_sql(where: str, first_last_where: str) -> str:
+    # Every column the inner query reads is in the stats_summary index (m006): one scan of it
+    # in agent order answers the lot, without a table read or a sort. The first and last
+    # call are two index seeks per agent (MIN/MAX over stats_by_agent_name). agent_name:
+    # one of the group's spellings (names that differ only in case are one agent).
+    counts = ", ".join(f"COUNT({column}) AS n_{column}" for _, column, _ in PERCENTILE_FIGURES)
+    totals = (
+        "SELECT agent_name AS agent, COUNT(*) AS calls, "
         "TOTAL(prompt_tokens) AS prompt_tokens, "
         "TOTAL(cached_tokens) AS cached_tokens, "
         "TOTAL(output_tokens) AS output_tokens, "
         "TOTAL(reasoning_tokens) AS reasoning_tokens, "
         "SUM(CASE WHEN price_source IS NOT NULL THEN cost_usd END) AS cost_usd, "
-        "TOTAL(price_source IS NOT NULL) AS priced_calls, "
-        "TOTAL(provider_kind = 'local' OR price_source IS 'local') AS local_calls "
-        f"FROM inference_stats {where} GROUP BY agent_name COLLATE NOCASE"
+        "COUNT(price_source) AS priced_calls, "
+        "TOTAL(provider_kind = 'local' OR price_source IS 'local') AS local_calls, "
+        f"{counts} "
+        f"FROM inference_stats INDEXED BY stats_summary {where} "
+        "GROUP BY agent_name COLLATE NOCASE"
     )
-
-
-def _percentiles_sql(column: str, where: str) -> str:
-    # Nearest rank: ceil(0.5 n) = (n + 1) / 2 and ceil(0.95 n) = (95 n + 99) / 100 in
-    # integer arithmetic (SQLite's ceil() needs the math extension, not always built in).
+    edge = (
+        "(SELECT {fn}(started_at) FROM inference_stats INDEXED BY stats_by_agent_name "
+        f"{first_last_where})"
+    )
     return (
-        "SELECT agent, "
-        "MAX(CASE WHEN rn = (n + 1) / 2 THEN v END) AS p50, "
-        "MAX(CASE WHEN rn = (95 * n + 99) / 100 THEN v END) AS p95 FROM ("
-        f"SELECT agent_name AS agent, {column} AS v, "
-        "ROW_NUMBER() OVER w AS rn, "
-        "COUNT(*) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS n "
-        f"FROM inference_stats {where} "
-        f"WINDOW w AS (PARTITION BY agent_name COLLATE NOCASE ORDER BY {column})"
-        ") WHERE rn = (n + 1) / 2 OR rn = (95 * n + 99) / 100 "
-        "GROUP BY agent COLLATE NOCASE"
+        f"SELECT t.*, {edge.format(fn='MIN')} AS first_at, {edge.format(fn='MAX')} AS last_at "
+        f"FROM ({totals}) AS t"
     )
+
+
+def _outcomes_sql(where: str) -> str:
+    # The calls that did not complete, by agent, outcome and error kind (few of all calls;
+    # the columns are in stats_summary too). ORDER BY: each agent's most frequent kind first.
+    return (
+        f"SELECT agent_name AS agent, {OUTCOME} AS outcome, {ERROR_KIND} AS kind, COUNT(*) AS n "
+        f"FROM inference_stats INDEXED BY stats_summary {where} "
+        "GROUP BY agent_name COLLATE NOCASE, outcome, kind ORDER BY n DESC, kind"
+    )
+
+
+_NOT_COMPLETE = "(error_kind IS NOT NULL OR finish_reason IN ('error', 'cancelled'))"
+
+
+def _rank_sql(index: str, column: str, where: str, descending: bool) -> str:
+    # The stats_ttft / stats_decode / stats_prefill index (m006) holds one agent's values in
+    # order: the value at a rank is read by stepping over the ones before it in the index,
+    # no sort and no table read; from the top for a high percentile (fewer steps).
+    order = "DESC" if descending else "ASC"
+    return (
+        f"SELECT {column} FROM inference_stats INDEXED BY {index} {where} "
+        f"ORDER BY {column} {order} LIMIT 1 OFFSET ?"
+    )
+
+
+def _value(db: sqlite_utils.Database, sql: str, params: list[Any]) -> Any:
+    found = db.execute(sql, params).fetchone()
+    return found[0] if found else None
+
+
+def nearest_rank(p_percent: int, n: int) -> int:
+    """The 1-based rank of the p-th percentile among n sorted values: ceil(p/100 · n)."""
+    return max(1, -(-p_percent * n // 100))
 
 
 def summary(db: sqlite_utils.Database, f: StatsFilter) -> list[dict[str, Any]]:
     """One dict per agent (keys: ``SUMMARY_KEYS``), most calls first, then by name."""
     where, params = f.where()
+    # per agent of the outer query: its time range, then the agent (t.agent)
+    edge_where, edge_params = f.where("agent_name = t.agent COLLATE NOCASE", agents=False)
     by_agent: dict[str, dict[str, Any]] = {}
-    for r in select(db, _totals_sql(where), params):
-        calls = int(r["calls"])
-        errors = int(r["errors"])
-        prompt = int(r["prompt_tokens"])
-        cached = int(r["cached_tokens"])
+    counts: dict[str, dict[str, int]] = {}
+    for r in select(db, _totals_sql(where, edge_where), [*edge_params, *edge_params, *params]):
+        calls, prompt, cached = int(r["calls"]), int(r["prompt_tokens"]), int(r["cached_tokens"])
         priced = int(r["priced_calls"])
         row: dict[str, Any] = dict.fromkeys(SUMMARY_KEYS)
         row |= {
             "agent": r["agent"],
             "calls": calls,
-            "complete": int(r["complete"]),
-            "cancelled": int(r["cancelled"]),
-            "errors": errors,
-            "error_rate": errors / calls if calls else 0.0,
+            "complete": calls,
+            "cancelled": 0,
+            "errors": 0,
+            "error_rate": 0.0,
             "error_kinds": {},
             "prompt_tokens": prompt,
             "cached_tokens": cached,
@@ -211,47 +241,91 @@ def summary(db: sqlite_utils.Database, f: StatsFilter) -> list[dict[str, Any]]:
             "first_at": r["first_at"],
             "last_at": r["last_at"],
         }
-        by_agent[nocase(r["agent"])] = row
+        key = nocase(r["agent"])
+        by_agent[key] = row
+        counts[key] = {column: int(r[f"n_{column}"]) for _, column, _ in PERCENTILE_FIGURES}
     if not by_agent:
         return []
-    for name, column, unit in PERCENTILE_FIGURES:
-        where_v, params_v = f.where(f"{column} IS NOT NULL")
-        for r in select(db, _percentiles_sql(column, where_v), params_v):
-            row = by_agent[nocase(r["agent"])]
-            row[f"{name}_p50_{unit}"] = r["p50"]
-            row[f"{name}_p95_{unit}"] = r["p95"]
-    for agent, kinds in error_kinds(db, f).items():
-        by_agent[agent]["error_kinds"] = kinds
+    _add_outcomes(db, f, by_agent)
+    _add_percentiles(db, f, by_agent, counts)
     return sorted(by_agent.values(), key=lambda r: (-r["calls"], nocase(r["agent"])))
 
 
-def error_kinds(db: sqlite_utils.Database, f: StatsFilter) -> dict[str, dict[str, int]]:
-    """Failed calls by kind per agent (keyed by ``nocase(agent)``), most frequent first."""
-    where, params = f.where(f"{OUTCOME} = 'error'")
-    kinds: dict[str, dict[str, int]] = {}
-    for r in select(
-        db,
-        f"SELECT agent_name AS agent, {ERROR_KIND} AS kind, COUNT(*) AS n "
-        f"FROM inference_stats {where} "
-        "GROUP BY agent_name COLLATE NOCASE, kind ORDER BY n DESC, kind",
-        params,
+def _add_outcomes(
+    db: sqlite_utils.Database, f: StatsFilter, by_agent: dict[str, dict[str, Any]]
+) -> None:
+    """Cancelled and failed calls (by kind) into each agent's row; the rest completed."""
+    where, params = f.where(_NOT_COMPLETE)
+    for r in select(db, _outcomes_sql(where), params):
+        row, n = by_agent[nocase(r["agent"])], int(r["n"])
+        row["complete"] -= n
+        if r["outcome"] == "cancelled":
+            row["cancelled"] += n
+        else:
+            row["errors"] += n
+            row["error_kinds"][str(r["kind"])] = n
+    for row in by_agent.values():
+        row["error_rate"] = row["errors"] / row["calls"] if row["calls"] else 0.0
+
+
+def _add_percentiles(
+    db: sqlite_utils.Database,
+    f: StatsFilter,
+    by_agent: dict[str, dict[str, Any]],
+    counts: dict[str, dict[str, int]],
+) -> None:
+    """p50 and p95 of each figure into each agent's row: the value at its nearest rank among
+    the agent's calls in the filter that have the figure (``counts``: how many)."""
+    for (name, column, unit), (index, _) in zip(
+        PERCENTILE_FIGURES, PERCENTILE_INDEXES, strict=True
     ):
-        kinds.setdefault(nocase(r["agent"]), {})[str(r["kind"])] = int(r["n"])
-    return kinds
+        # the time range first, then the agent: its parameter follows the range's
+        where, range_params = f.where(
+            f"{column} IS NOT NULL", "agent_name = ? COLLATE NOCASE", agents=False
+        )
+        low = _rank_sql(index, column, where, descending=False)
+        high = _rank_sql(index, column, where, descending=True)
+        for key, row in by_agent.items():
+            n = counts[key][column]
+            if n:
+                given = [*range_params, row["agent"]]
+                row[f"{name}_p50_{unit}"] = _value(db, low, [*given, nearest_rank(50, n) - 1])
+                row[f"{name}_p95_{unit}"] = _value(db, high, [*given, n - nearest_rank(95, n)])
 
 
 def series(db: sqlite_utils.Database, f: StatsFilter, metric: str, limit: int) -> list[dict]:
     """The most recent ``limit`` calls with a value of ``metric``, oldest first."""
     if metric not in SERIES_METRICS:
         raise ValueError(f"unknown metric {metric!r}; one of {', '.join(SERIES_METRICS)}")
-    where, params = f.where(f"{metric} IS NOT NULL")
-    rows = select(
-        db,
-        "SELECT id, agent_name AS agent, started_at, "
-        f"{metric} AS value, message_id, conversation_id "
-        f"FROM inference_stats {where} ORDER BY started_at DESC, id DESC LIMIT ?",
-        [*params, max(0, int(limit))],
+    limit = max(0, int(limit))
+    columns = (
+        f"SELECT id, agent_name AS agent, started_at, {metric} AS value, message_id, "
+        "conversation_id FROM inference_stats"
     )
+    newest_first = "ORDER BY started_at DESC, id DESC LIMIT ?"
+    names = list(dict.fromkeys(nocase(a) for a in f.agents if a))
+    if not names:  # every agent: newest first along stats_by_started, up to the limit
+        where, params = f.where(f"{metric} IS NOT NULL")
+        sql = f"{columns} INDEXED BY stats_by_started {where} {newest_first}"
+        params.append(limit)
+    else:
+        # Each agent newest first along its own index (stats_by_agent_name), then the newest
+        # of those: no sort of every call of the chosen agents.
+        parts, params = [], []
+        for name in names:
+            where, given = StatsFilter((name,), f.since, f.until).where(f"{metric} IS NOT NULL")
+            parts.append(
+                f"SELECT * FROM ({columns} INDEXED BY stats_by_agent_name {where} {newest_first})"
+            )
+            params += [*given, limit]
+        sql = (
+            parts[0]
+            if len(parts) == 1
+            else f"SELECT * FROM ({' UNION ALL '.join(parts)}) {newest_first}"
+        )
+        if len(parts) > 1:
+            params.append(limit)
+    rows = select(db, sql, params)
     rows.reverse()
     return rows
 
