@@ -3,7 +3,7 @@
 simi                       open the window
 simi ask [--agent NAME] [--json] PROMPT                                 (desktop.cli_ask)
 simi agents list|show|add|edit|clone|remove
-simi stats [--agent NAME] [--json]
+simi stats [--agent NAME ...] [--since DATE] [--until DATE] [--json|--csv] [--rows]  (desktop.cli_stats)
 simi models list|gpu [--json] | add-folder PATH | remove-folder PATH   (desktop.cli_models)
 simi export CONVERSATION [--format md|json] [-o FILE]
 simi import FILE
@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from desktop import APP_NAME, __version__, cli_ask, cli_models
+from desktop import APP_NAME, __version__, cli_ask, cli_models, cli_stats
 from desktop.chat.agent_rules import number_field, parse_number
 from desktop.errors import UserError, ValidationError
 
@@ -115,8 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     clone.add_argument("--as", dest="new_name", help="name of the copy")
     _command(asub, "remove", "delete an agent (its conversations stay)", "name")
 
-    stats = _command(sub, "stats", "per-agent inference statistics", json_flag=True)
-    stats.add_argument("--agent")
+    cli_stats.add_parser(sub)
 
     export = sub.add_parser("export", help="write a conversation as Markdown or JSON")
     export.add_argument("conversation", help="conversation id, or (part of) its title")
@@ -317,44 +316,9 @@ def _agents(services: Any, args: argparse.Namespace) -> int:
 
 
 # stats ------------------------------------------------------------------------------------------
-_STATS_COLUMNS = (  # (header, key) of the table; JSON has every aggregate
-    ("agent", "agent"),
-    ("calls", "calls"),
-    ("complete", "complete"),
-    ("cancelled", "cancelled"),
-    ("errors", "errors"),
-    ("avg TTFT ms", "avg_ttft_ms"),
-    ("avg decode tok/s", "avg_decode_tok_s"),
-    ("in", "prompt_tokens"),
-    ("cached", "cached_tokens"),
-    ("out", "output_tokens"),
-)
-
-
 def _stats(services: Any, args: argparse.Namespace) -> int:
-    """Per agent: every call counted once as what became of it (complete, cancelled by the
-    person, or an error, named by kind under the table)."""
-    rows = services.stats.per_agent(args.agent)
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return EXIT_OK
-    if not rows:
-        print("No calls recorded yet." if not args.agent else f"No calls for “{args.agent}”.")
-        return EXIT_OK
-    header = [h for h, _ in _STATS_COLUMNS]
-    table = [[_fmt(r[key]) for _, key in _STATS_COLUMNS] for r in rows]
-    widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(header)]
-    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
-    for row in table:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-    failed = [r for r in rows if r.get("error_kinds")]
-    if failed:
-        print()
-        print("errors by kind:")
-        for r in failed:
-            kinds = ", ".join(f"{kind} {n}" for kind, n in r["error_kinds"].items())
-            print(f"  {r['agent']}: {kinds}")
-    return EXIT_OK
+    """``simi stats`` (desktop.cli_stats): per agent, or every call with ``--rows``."""
+    return cli_stats.run(services, args)
 
 
 # export / import ----------------------------------------------------------------------------

@@ -146,7 +146,7 @@ def test_ask_streams_reply_and_prints_stats_json(cli_env) -> None:
     stats = json.loads(simi(cli_env, "stats", "--json").stdout)
     assert stats[0]["agent"] == "SmolLM2 (local)" and stats[0]["calls"] == 2
     text = simi(cli_env, "stats", "--agent", "SmolLM2 (local)").stdout
-    assert "SmolLM2 (local)" in text and "avg TTFT ms" in text
+    assert "SmolLM2 (local)" in text and "TTFT p50" in text
 
 
 def test_corrupt_database_is_reported_and_can_be_moved_aside(cli_env, simi_home) -> None:
@@ -275,10 +275,10 @@ def test_stats_count_every_outcome_as_itself(cli_env) -> None:
     text = simi(cli_env, "stats", "--agent", "remote").stdout
     header, line = text.splitlines()[:2]
     assert header.split() == [
-        "agent", "calls", "complete", "cancelled", "errors", "avg", "TTFT", "ms", "avg",
-        "decode", "tok/s", "in", "cached", "out",
+        "agent", "calls", "cancelled", "errors", "TTFT", "p50", "TTFT", "p95", "decode", "p50",
+        "decode", "p95", "tokens", "in", "out", "cached", "cost",
     ]  # fmt: skip
-    assert line.split()[:5] == ["Remote", "4", "2", "1", "1"]
+    assert line.split()[:5] == ["Remote", "4", "1", "1", "(25.0%)"]
     assert "errors by kind:" in text and "Remote: context_too_long 1" in text
 
 

@@ -234,7 +234,8 @@ def summary(db: sqlite_utils.Database, f: StatsFilter) -> list[dict[str, Any]]:
             "output_tokens": int(r["output_tokens"]),
             "reasoning_tokens": int(r["reasoning_tokens"]),
             "cached_share": cached / prompt if prompt else None,
-            "cost_usd": r["cost_usd"] if priced else None,
+            # summed in binary floating point: rounded to a billionth of a dollar
+            "cost_usd": round(r["cost_usd"], 9) if priced and r["cost_usd"] is not None else None,
             "priced_calls": priced,
             "unpriced_calls": calls - priced,
             "local": int(r["local_calls"]) == calls,
