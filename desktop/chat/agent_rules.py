@@ -89,7 +89,14 @@ LOCAL_FIELDS = (
     "flash_attn",
     "kv_type",
 )
-REMOTE_FIELDS = ("base_url", "preset", "stall_timeout_s", "ca_bundle")
+REMOTE_FIELDS = (
+    "base_url",
+    "preset",
+    "stall_timeout_s",
+    "ca_bundle",
+    "price_input_per_m",
+    "price_output_per_m",
+)
 Scope = Literal["any", "local", "remote"]
 
 
@@ -122,6 +129,9 @@ NUMBER_FIELDS = (
     NumberField("n_batch", "Batch size", whole=True, scope="local"),
     NumberField("main_gpu", "Main GPU", whole=True, scope="local"),
     NumberField("stall_timeout_s", "The stall timeout (seconds)", whole=False, scope="remote"),
+    # a price override, USD per million tokens (desktop.chat.pricing)
+    NumberField("price_input_per_m", "The input price", whole=False, scope="remote"),
+    NumberField("price_output_per_m", "The output price", whole=False, scope="remote"),
 )
 
 

@@ -36,6 +36,7 @@ from desktop.store.agents import KV_TYPES, Agent, AgentStore
 # How long a key read by ``AgentService.fetch_key`` answers ``api_key`` without another read:
 # the moment between a turn fetching its key off the loop and building its provider on it.
 KEY_FETCH_FRESH_S = 10.0
+MAX_PRICE_PER_M = 10_000.0  # a price override's upper bound, USD per million tokens
 
 
 def _defaults(names: tuple[str, ...]) -> dict[str, Any]:
@@ -85,6 +86,10 @@ def validate(agent: Agent, existing: list[Agent]) -> dict[str, str]:
     else:
         if agent.stall_timeout_s is not None and not (1 <= agent.stall_timeout_s <= 3600):
             errors["stall_timeout_s"] = "The stall timeout must be between 1 and 3,600 seconds."
+        for field in ("price_input_per_m", "price_output_per_m"):
+            price = getattr(agent, field)
+            if price is not None and not (0 <= price <= MAX_PRICE_PER_M):
+                errors[field] = "A price must be between 0 and 10,000 USD per million tokens."
         if agent.ca_bundle and not Path(agent.ca_bundle).expanduser().is_file():
             errors["ca_bundle"] = f"The CA bundle {agent.ca_bundle} does not exist."
         if not agent.base_url and not kind.default_base_url:

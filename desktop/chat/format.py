@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
@@ -13,11 +14,27 @@ def _num(value: Any, digits: int = 0) -> str:
     return f"{float(value):,.{digits}f}"
 
 
-def cost_text(usd: Any) -> str:
+UNKNOWN_COST = "—"
+
+
+def cost_text(usd: Any, source: str | None = None) -> str:
+    """A cost as a person reads it: "$0.0012", "$1.25"; "local" for a local model (free);
+    "—" when the price is unknown (never "$0": an unknown cost is not a free one)."""
+    if source == "local":
+        return "local"
+    if usd is None:
+        return UNKNOWN_COST
     value = float(usd)
     if value == 0:
         return "$0"
+    if 0 < value < 0.0001:  # two significant digits: $0.0000075, not $0.0000
+        return f"${value:.{1 - math.floor(math.log10(value))}f}"
     return f"${value:.4f}" if value < 0.01 else f"${value:.2f}"
+
+
+def row_cost_text(row: dict[str, Any]) -> str:
+    """The cost of a stats row (see ``cost_text``)."""
+    return cost_text(row.get("cost_usd"), row.get("price_source"))
 
 
 def stats_line(
@@ -47,8 +64,8 @@ def stats_line(
         if row.get("token_source") == "counted":
             tokens += " (counted)"
         parts.append(tokens)
-    if row.get("cost_usd") is not None:
-        parts.append(cost_text(row["cost_usd"]))
+    if row.get("cost_usd") is not None or prompt is not None or output is not None:
+        parts.append(row_cost_text(row))
     if row.get("finish_reason"):
         parts.append(str(row["finish_reason"]))
     return " · ".join(parts)

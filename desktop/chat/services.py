@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import sqlite_utils
 
 from desktop.chat.agents import AgentService
+from desktop.chat.price_book import PriceBook
 from desktop.chat.providers import ProviderFactory
 from desktop.chat.session import ChatService
 from desktop.local.provider import LocalRuntime
@@ -76,7 +77,9 @@ class Services:
         stats = StatsStore(db)
         prefs = Preferences(paths.settings_path)
         local = LocalRuntime(idle_unload_s=idle_unload_seconds(prefs))
-        chat = ChatService(conversations, stats, ProviderFactory(agents, local), agents=agents)
+        factory = ProviderFactory(agents, local)
+        prices = PriceBook.in_folder(paths.data_dir)
+        chat = ChatService(conversations, stats, factory, agents=agents, prices=prices)
         stale = conversations.mark_stale_streaming()
         if stale:
             log.info("marked %d replies cut off by a crash as interrupted", stale)

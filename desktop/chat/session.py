@@ -17,6 +17,8 @@ from urllib.parse import urlsplit
 
 from desktop.chat.agents import AgentService
 from desktop.chat.kinds import find_kind, load_params_for
+from desktop.chat.price_book import PriceBook
+from desktop.chat.pricing import price_call
 from desktop.chat.providers import ProviderFactory
 from desktop.chat.stats_clock import StatsClock
 from desktop.errors import UserError
@@ -89,6 +91,7 @@ class ChatService:
         clock: Callable[[], float] = time.perf_counter,
         *,
         agents: AgentService | None = None,
+        prices: PriceBook | None = None,
     ) -> None:
         self.conversations = conversations
         self.stats = stats
@@ -97,6 +100,12 @@ class ChatService:
         # Where a remote agent's key is fetched off the loop before its provider is built
         # (None: the provider factory reads it where it runs).
         self._agents = agents
+        # What a call cost (desktop.chat.pricing), priced when it ends; warmed off the loop.
+        if prices is None:
+            from desktop.settings.paths import AppPaths
+
+            prices = PriceBook.in_folder(AppPaths.from_env().data_dir)
+        self.prices = prices
 
     # building turns --------------------------------------------------------------------------
     def begin(self, conversation_id: int, agent: Agent, text: str) -> Turn:
@@ -269,6 +278,9 @@ class ChatService:
         last_checkpoint = self._clock()
         finish = "error"
         provider = None
+        # genai-prices takes a few hundred ms to import: on a worker thread, while the call
+        # runs (the row is priced when it ends).
+        warming = self._warm_prices(agent)
 
         def collect() -> None:
             turn.text = "".join(parts)
@@ -307,7 +319,7 @@ class ChatService:
             collect()
             turn.error = exc
             log.info("turn failed (%s): %s", exc.kind, exc.user_message)
-            self._finish(turn, clock, "error", "error", exc)
+            await self._finish_priced(turn, clock, "error", "error", warming, exc)
             return turn
         except Exception as exc:  # a bug: keep the text, say so, and let it surface
             collect()
@@ -320,8 +332,35 @@ class ChatService:
                     await provider.aclose()
         collect()
         status = "cancelled" if finish == "cancelled" else "complete"
-        self._finish(turn, clock, status, finish)
+        await self._finish_priced(turn, clock, status, finish, warming)
         return turn
+
+    def _warm_prices(self, agent: Agent) -> asyncio.Future[None] | None:
+        """Start warming the price book on a worker thread (None: nothing to warm)."""
+        if agent.is_local or self.prices.ready:
+            return None
+        warming = asyncio.ensure_future(asyncio.to_thread(self.prices.warm))
+        warming.add_done_callback(_log_warm_failure)
+        return warming
+
+    async def _finish_priced(
+        self,
+        turn: Turn,
+        clock: StatsClock,
+        status: str,
+        finish_reason: str,
+        warming: asyncio.Future[None] | None,
+        error: UserError | None = None,
+    ) -> None:
+        """``_finish`` once the price book is warm (or failed to be). Stopped while waiting
+        for it: finished at once, its cost unknown unless the provider reported one."""
+        try:
+            if warming is not None:
+                await asyncio.wait([warming])
+        except asyncio.CancelledError:
+            self._finish(turn, clock, status, finish_reason, error)
+            raise
+        self._finish(turn, clock, status, finish_reason, error)
 
     def _finish(
         self,
@@ -351,12 +390,24 @@ class ChatService:
             endpoint_host=urlsplit(agent.base_url).hostname if agent.base_url else None,
             model_requested=agent.model,
         )
+        # Priced now, at the prices in force: a later price change leaves history alone. Not
+        # warm yet (a call stopped early): only a reported cost, an override or local is known.
+        priced = self.prices.price_if_ready(row, agent)
+        if priced is None and (agent.price_input_per_m, agent.price_output_per_m) != (None, None):
+            priced = price_call(row, agent)
+        if priced is not None:
+            row.update(priced.fields())
         try:
             self.stats.record(row)
         except Exception:
             log.exception("could not record inference stats")
         turn.stats = row
         self.conversations.touch(turn.conversation_id)
+
+
+def _log_warm_failure(warming: asyncio.Future[None]) -> None:
+    if not warming.cancelled() and warming.exception() is not None:
+        log.warning("prices unavailable: costs stay unknown", exc_info=warming.exception())
 
 
 def _is_remote(agent: Agent) -> bool:

@@ -93,7 +93,8 @@ def test_only_the_fields_of_the_agents_side_are_read() -> None:
     texts = {f.name: "x" for f in NUMBER_FIELDS}
     values, errors = parse_numbers({**texts, "temperature": "0.2"}, remote=True)
     assert values == {"temperature": 0.2}
-    assert set(errors) == {"top_p", "max_tokens", "seed", "stall_timeout_s"}
+    remote = {"stall_timeout_s", "price_input_per_m", "price_output_per_m"}
+    assert set(errors) == {"top_p", "max_tokens", "seed", *remote}
     assert errors["stall_timeout_s"] == "The stall timeout (seconds) must be a number."
     values, errors = parse_numbers({"n_ctx": "2048", "stall_timeout_s": "x"}, remote=False)
     assert values == {"n_ctx": 2048} and errors == {}
