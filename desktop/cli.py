@@ -69,11 +69,30 @@ def _add_agent_fields(p: argparse.ArgumentParser, *, creating: bool) -> None:
     _number(p, "--threads", "n_threads", metavar="THREADS", help="local: CPU threads")
     p.add_argument("--flash-attn", action=argparse.BooleanOptionalAction, default=None)
     p.add_argument("--kv-type", choices=KV_TYPES)
+    for side in ("input", "output"):
+        p.add_argument(
+            f"--price-{side}",
+            dest=f"price_{side}_per_m",
+            metavar="USD",
+            type=_arg_type(partial(_price, f"price_{side}_per_m")),
+            help=f"remote: what you pay per million {side} tokens, in USD (wins over the "
+            "price list; 'none' goes back to it)",
+        )
     p.add_argument(
         "--api-key-stdin",
         action="store_true",
         help="read the API key from standard input (it goes to the OS keyring only)",
     )
+
+
+_CLEAR = object()  # an option given as "none": the field goes back to its default
+
+
+def _price(field: str, text: str) -> object:
+    """A price override option: a number (parsed as the agent editor parses it), or "none"."""
+    if text.strip().casefold() in ("none", "dataset"):
+        return _CLEAR
+    return number_field(field).parse(text)
 
 
 def _command(
@@ -233,6 +252,7 @@ def _fields_from(args: argparse.Namespace) -> dict[str, Any]:
 
     given = {f.name: getattr(args, f.name, None) for f in fields(Agent)}
     changes = {f: v for f, v in given.items() if v is not None and f not in ("name", "stop")}
+    changes.update({f: None for f, v in changes.items() if v is _CLEAR})
     if getattr(args, "stop", None):
         changes["stop"] = tuple(args.stop)
     return changes
