@@ -196,6 +196,7 @@ def _cost(r: dict[str, Any]) -> str:
     unpriced = r["unpriced_calls"]
     if not unpriced:
         return text
+    calls = f"{unpriced:,} call{'s' if unpriced != 1 else ''} without a price"
     if text == UNKNOWN_COST:
-        return f"unknown ({unpriced:,} calls without a price)"
-    return f"{text} + {unpriced:,} calls without a price"
+        return f"unknown ({calls})"
+    return f"{text} + {calls}"
