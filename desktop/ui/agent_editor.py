@@ -132,6 +132,7 @@ class AgentEditorDialog(QDialog):
             relayout=self._update_visibility,
             original=agent,
             parent=self,
+            model=self.model,
         )
         self.endpoint.add_rows(basics)
         self.probe = EndpointProbe(

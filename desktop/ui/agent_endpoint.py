@@ -1,6 +1,6 @@
 """The agent editor's endpoint section: service presets, base URL, API key, and the
 connection options (stall timeout, CA bundle). "Fetch models" and "Test connection" are
-``desktop.ui.agent_probe``.
+``desktop.ui.agent_probe``; the price override is ``desktop.ui.agent_price``.
 
 Keys follow ``desktop.chat.agent_rules``: a key belongs to the host of its endpoint. When an
 existing agent is pointed at another host, its saved key is not used for probing (nor, on
@@ -22,13 +22,16 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QLineEdit,
     QPushButton,
+    QVBoxLayout,
     QWidget,
 )
 
 from desktop.chat.agent_rules import host_of, is_plain_http_remote, key_left_behind
 from desktop.chat.kinds import DEFAULT_STALL_TIMEOUT_S, ProviderKind, find_kind
+from desktop.chat.price_book import PriceBook
 from desktop.llm.presets import Preset
 from desktop.llm.presets import preset as preset_by_id
+from desktop.settings.paths import AppPaths
 from desktop.settings.secrets import SecretStore
 from desktop.store.agents import Agent
 from desktop.ui.agent_form import (
@@ -41,6 +44,7 @@ from desktop.ui.agent_form import (
     show_value,
     shown_text,
 )
+from desktop.ui.agent_price import PriceSection
 from desktop.ui.async_door import run_blocking, start
 
 PLAIN_HTTP_WARNING = (
@@ -70,6 +74,8 @@ class EndpointSection(QObject):
         relayout: Callable[[], None],
         original: Agent | None,
         parent: QWidget,
+        model: QComboBox | None = None,
+        prices: PriceBook | None = None,
     ) -> None:
         super().__init__(parent)
         self._secrets, self._form = secrets, form
@@ -105,6 +111,14 @@ class EndpointSection(QObject):
         self.ca_browse = QPushButton("Browse…")
         self.ca_browse.clicked.connect(self._browse_ca)
 
+        # The price override (its placeholders follow the model: ``model``, the editor's).
+        book = prices or PriceBook.in_folder(AppPaths.from_env().data_dir)
+        self.price = PriceSection(form, book, parent)
+        self.price_input, self.price_output = self.price.price_input, self.price.price_output
+        self._model = model
+        if model is not None:
+            model.currentTextChanged.connect(self._price_context_changed)
+
         self.preset.currentIndexChanged.connect(self._preset_changed)
         for edit in (self.base_url, self.api_key, self.ca_bundle):
             edit.textChanged.connect(self.edited)
@@ -118,12 +132,19 @@ class EndpointSection(QObject):
             basics, "api_key", "API key", self.api_key, extra=column(self.key_note, self.memory_key)
         )
 
-    def add_connection_group(self) -> QGroupBox:
-        """The "Connection" group's rows (stall timeout, CA bundle); returns the group."""
+    def add_connection_group(self) -> QWidget:
+        """The "Connection" group's rows (stall timeout, CA bundle) and the "Price" group;
+        returns both, one above the other."""
         self._form.add(self.group, "stall_timeout_s", "Stall timeout (s)", self.stall_timeout)
         ca_row = row(self.ca_bundle, self.ca_browse)
         self._form.add(self.group, "ca_bundle", "CA bundle", ca_row)
-        return self.group
+        self.groups = QWidget()
+        stack = QVBoxLayout(self.groups)
+        stack.setContentsMargins(0, 0, 0, 0)
+        stack.setSpacing(12)  # as the editor spaces its groups
+        stack.addWidget(self.group)
+        stack.addWidget(self.price.group)
+        return self.groups
 
     # kind, preset, URL ---------------------------------------------------------------------
     @property
@@ -212,6 +233,7 @@ class EndpointSection(QObject):
         for field in _REMOTE_ROWS:
             self._form.set_row_visible(field, remote)
         self.group.setVisible(remote)
+        self.price.group.setVisible(remote)
         self.base_url.setPlaceholderText(kind.url_placeholder if kind else "https://…")
 
     def effective_base_url(self) -> str | None:
@@ -227,7 +249,15 @@ class EndpointSection(QObject):
         url = self.base_url.text().strip()
         self.base_url_warning.setVisible(remote and is_plain_http_remote(url))
         self._update_key_note()
+        self._price_context_changed()
         self.changed.emit()
+
+    def _price_context_changed(self) -> None:
+        kind = self._current()
+        if kind is None or not kind.remote:
+            return
+        model = self._model.currentText() if self._model is not None else ""
+        self.price.context_changed(kind.name, self.effective_base_url(), model)
 
     def load(self, agent: Agent) -> None:
         """Fill the fields from ``agent`` (its kind is already chosen)."""
@@ -239,6 +269,7 @@ class EndpointSection(QObject):
         whole = seconds is not None and float(seconds).is_integer()
         self.stall_timeout.setText(str(int(seconds)) if whole else show_value(seconds))
         self.ca_bundle.setText(agent.ca_bundle or "")
+        self.price.load(agent)
 
     def values(self) -> dict[str, str | None]:
         """Base URL, preset and CA bundle as ``Agent`` changes (the stall timeout parses with
@@ -251,7 +282,7 @@ class EndpointSection(QObject):
         }
 
     def number_texts(self) -> dict[str, str]:
-        return {"stall_timeout_s": self.stall_timeout.text()}
+        return {"stall_timeout_s": self.stall_timeout.text(), **self.price.number_texts()}
 
     def typed_key(self) -> str | None:
         return self.api_key.text().strip() or None
@@ -334,6 +365,7 @@ class EndpointSection(QObject):
         """The dialog closes: nothing of it runs on."""
         if self._probe_task is not None and not self._probe_task.done():
             self._probe_task.cancel()
+        self.price.cancel()
 
 
 def _initial_preset(agent: Agent) -> str | None:
