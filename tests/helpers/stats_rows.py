@@ -1,17 +1,19 @@
 """Realistic ``inference_stats`` rows in bulk, for the dashboard's tests and ``bench/stats.py``.
 
 ``fill_stats(db, rows=100_000, agents=50, seed=7)`` inserts the rows with one ``executemany``
-inside one transaction (about a second for 100,000). The mix is what a person who uses many
-models sees: about a third local agents (llama.cpp, cost 0, measured prefill and decode), the
-rest remote (OpenAI, OpenAI-compatible, Anthropic, Gemini) with slower first tokens, a few
-percent of errors and cancels, and some calls without a price (``price_source`` NULL, never a
-cost of 0). ``started_at`` is spread over ``days`` days before ``end`` (in time order, as a real
-history is written); each agent has its own speed, so the percentiles differ per agent.
+inside one transaction (a few seconds for 100,000; the generated values are kept for the next
+call with the same arguments). The mix is what a person who uses many models sees: about a
+third local agents (llama.cpp, cost 0, measured prefill and decode), the rest remote (OpenAI,
+OpenAI-compatible, Anthropic, Gemini) with slower first tokens, a few percent of errors and
+cancels, and some calls without a price (``price_source`` NULL, never a cost of 0).
+``started_at`` is spread over ``days`` days before ``end`` (in time order, as a real history is
+written); each agent has its own speed, so the percentiles differ per agent.
 Same seed, same rows.
 """
 
 from __future__ import annotations
 
+import functools
 import random
 import sqlite3
 from dataclasses import dataclass
@@ -195,6 +197,43 @@ def _cost(
     return round(cost, 8), p.price_source
 
 
+_COLUMNS = [c for c in STATS_COLUMNS if c not in ("message_id", "conversation_id", "agent_id")]
+
+
+@functools.lru_cache(maxsize=1)
+def _generated(
+    rows: int, agents: int, seed: int, days: int, end: str
+) -> tuple[tuple[str, ...], tuple[tuple[Any, ...], ...]]:
+    """The agents' names and every row's values (in ``_COLUMNS`` order), in time order. Kept
+    for the next call with the same arguments (a test session fills many databases alike)."""
+    rnd = random.Random(seed)
+    profiles = _profiles(agents, rnd)
+    stop = datetime.fromisoformat(end).astimezone(UTC)
+    span_ms = days * 86_400_000
+    offsets = sorted(rnd.randrange(span_ms) for _ in range(rows))
+    start = stop - timedelta(milliseconds=span_ms)
+    # Some agents are used far more than others (as people have favourites).
+    weights = [1.0 / (1 + i % 10) for i in range(agents)]
+    chosen = rnd.choices(profiles, weights=weights, k=rows)
+    blank = dict.fromkeys(_COLUMNS)
+    values = []
+    for offset, profile in zip(offsets, chosen, strict=True):
+        at = (start + timedelta(milliseconds=offset)).isoformat(timespec="milliseconds")
+        values.append(tuple((blank | _row(profile, at, rnd)).values()))  # every column
+    return tuple(p.name for p in profiles), tuple(values)
+
+
+def _drop_indexes(conn: sqlite3.Connection) -> list[str]:
+    """Drop inference_stats' own indexes; their CREATE statements, to build them again."""
+    found = conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'index' "
+        "AND tbl_name = 'inference_stats' AND sql IS NOT NULL"
+    ).fetchall()
+    for name, _ in found:
+        conn.execute(f'DROP INDEX "{name}"')
+    return [sql for _, sql in found]
+
+
 def fill_stats(
     db: Any,
     rows: int = 100_000,
@@ -210,33 +249,25 @@ def fill_stats(
     (``message_id`` NULL, as a reply that was replaced): tests that open a reply from a point
     record their own row for a real message."""
     conn: sqlite3.Connection = getattr(db, "conn", db)
-    rnd = random.Random(seed)
-    profiles = _profiles(agents, rnd)
-    stop = datetime.fromisoformat(end).astimezone(UTC)
-    span_ms = days * 86_400_000
-    offsets = sorted(rnd.randrange(span_ms) for _ in range(rows))
-    start = stop - timedelta(milliseconds=span_ms)
-    # Some agents are used far more than others (as people have favourites).
-    weights = [1.0 / (1 + i % 10) for i in range(agents)]
-    chosen = rnd.choices(profiles, weights=weights, k=rows)
-    columns = [c for c in STATS_COLUMNS if c not in ("message_id", "conversation_id", "agent_id")]
+    names, values = _generated(rows, agents, seed, days, end)
+    columns = _COLUMNS
     sql = (
         f"INSERT INTO inference_stats ({', '.join(columns)}) "
         f"VALUES ({', '.join('?' for _ in columns)})"
     )
-    values = []
-    stamps = []
-    for offset, profile in zip(offsets, chosen, strict=True):
-        at = (start + timedelta(milliseconds=offset)).isoformat(timespec="milliseconds")
-        stamps.append(at)
-        row = _row(profile, at, rnd)
-        values.append([row.get(c) for c in columns])
+    at = columns.index("started_at")
     first_id = (conn.execute("SELECT COALESCE(MAX(id), 0) FROM inference_stats").fetchone()[0]) + 1
     began = not conn.in_transaction
     if began:
         conn.execute("BEGIN")
     try:
+        # Many rows: the table's indexes are dropped and built again after the insert (in
+        # the same transaction, so a failure leaves them as they were): building an index
+        # from sorted rows is far quicker than 100,000 inserts into nine B-trees.
+        indexes = [] if rows < 5000 else _drop_indexes(conn)
         conn.executemany(sql, values)
+        for index_sql in indexes:
+            conn.execute(index_sql)
         if began:
             conn.execute("COMMIT")
     except BaseException:
@@ -244,9 +275,9 @@ def fill_stats(
             conn.execute("ROLLBACK")
         raise
     return FilledStats(
-        agents=tuple(p.name for p in profiles),
+        agents=names,
         rows=rows,
-        first_at=stamps[0] if stamps else end,
-        last_at=stamps[-1] if stamps else end,
+        first_at=values[0][at] if values else end,
+        last_at=values[-1][at] if values else end,
         ids=(first_id, first_id + rows - 1),
     )
