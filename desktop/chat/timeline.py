@@ -247,6 +247,17 @@ def _summary(
     waiting = [s for s in segments if s.end_ms <= until + MIN_GAP_MS and s.kind != "decode"]
     if not waiting:
         return ""
+    first_call = [s for s in waiting if s.key in ("worker_start", "load")]
+    startup = sum(s.duration_ms for s in first_call)
+    others = [s for s in waiting if s not in first_call]
+    biggest_other = max((s.duration_ms for s in others), default=0.0)
+    if startup / until >= 0.3 and startup >= biggest_other:
+        parts = " and ".join(s.label for s in first_call)
+        return (
+            f"{parts[0].upper()}{parts[1:]} took {ms_text(startup)} of the {ms_text(ttft)} "
+            f"wait for the first token ({startup / until:.0%}). Only the first call pays "
+            "this: the next replies start sooner."
+        )
     biggest = max(waiting, key=lambda s: s.duration_ms)
     share = biggest.duration_ms / until
     if share < 0.3:

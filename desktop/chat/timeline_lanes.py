@@ -123,7 +123,7 @@ def local_start(row: dict[str, Any], lane: Builder) -> None:
         "load",
         "loading the model",
         load,
-        "startup",
+        "load",
         f"Loading the model file into memory took {ms_text(load or 0)}: paid by the first "
         "call after the model is loaded, changed or unloaded; later calls skip it.",
     )
@@ -235,26 +235,27 @@ def gap_to_first_token(
 
 
 def decode(row: dict[str, Any], lane: Builder, first_at: float, local: bool, provider: str) -> None:
+    """First token → last token on the client's clock. Its speed is llama.cpp's own (local),
+    the client's (no timings), or, when a server reports its own, shown in the server lane."""
     lane.at = first_at
+    source = row.get("timing_source")
     stream = as_float(row.get("stream_ms"))
-    if stream is None and row.get("timing_source") is None:
+    if stream is None and source is None:
         stream = as_float(row.get("decode_ms"))  # then the client's first→last span
     output = as_int(row.get("output_tokens"))
-    speed = as_float(row.get("decode_tok_s"))
+    speed = as_float(row.get("decode_tok_s")) if source != "server" else None
     parts = [ms_text(stream or 0)]
     if speed:
         parts.append(rate_text(speed))
     if output is not None:
         parts.append(f"{num(output)} tokens")
-    source = row.get("timing_source")
-    by: MeasuredBy = (
-        "llama.cpp" if source == "llama.cpp" else "server" if source == "server" else "client"
-    )
+    by: MeasuredBy = "llama.cpp" if source == "llama.cpp" else "client"
     decode_ms = as_float(row.get("decode_ms"))
     own = ""
-    if source in ("llama.cpp", "server") and decode_ms is not None:
-        who = "llama.cpp" if by == "llama.cpp" else provider
-        own = f" {who}'s own decode counter: {ms_text(decode_ms)}."
+    if source == "llama.cpp" and decode_ms is not None:
+        own = f" llama.cpp's own decode counter: {ms_text(decode_ms)}."
+    elif source == "server":
+        own = f" {provider}'s own decode time is in the lane below."
     lane.add(
         "decode",
         "writing the reply (decode)" if local else "streaming the reply",

@@ -27,6 +27,7 @@ from desktop.store.conversations import Message, Versions
 from desktop.ui.bubble_parts import (
     CodeBlock,
     ErrorBox,
+    StatsFooter,
     ThinkingBox,
     VersionArrows,
     natural_width,
@@ -121,9 +122,7 @@ class MessageBubble(QFrame):
         self.body.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
         self.body_layout.addWidget(self.body)
 
-        self.footer = QLabel()
-        self.footer.setObjectName("StatsFooter")
-        self.footer.setWordWrap(True)
+        self.footer = StatsFooter()
         self.footer.hide()
         layout.addWidget(self.footer)
 
@@ -337,7 +336,7 @@ class MessageBubble(QFrame):
         self._show_footer()
 
     def _show_footer(self) -> None:
-        shown = bool(self.footer.text()) and (
+        shown = self.footer.has_content() and (
             self._footer_mode == "always" or (self._footer_mode == "hover" and self._hovered)
         )
         self.footer.setVisible(shown)
@@ -472,8 +471,7 @@ class MessageBubble(QFrame):
         line = ""
         if assistant and message.status not in ("streaming", "error"):
             line = format_stats(stats, message.agent_name, message.model)
-        self.footer.setText(line)
-        self.footer.setToolTip(stats_tooltip(stats))
+        self.footer.set_stats(line, stats_tooltip(stats), None if streaming else stats)
         self._show_footer()
         self._fit_width()
 

@@ -9,9 +9,11 @@ classes of their own that a bubble builds the first time it needs one: a bubble 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import Qt, QTimer, QUrl
-from PySide6.QtGui import QDesktopServices, QGuiApplication
+import shiboken6
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, QUrl
+from PySide6.QtGui import QDesktopServices, QGuiApplication, QMouseEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -20,11 +22,15 @@ from PySide6.QtWidgets import (
     QSizePolicy,
     QToolButton,
     QVBoxLayout,
+    QWidget,
 )
 
 from desktop.store.conversations import Versions
 from desktop.ui.markdown import code_html
 from desktop.ui.stream_text import StreamText
+
+if TYPE_CHECKING:
+    from desktop.ui.timeline_panel import TimelinePanel
 
 NATURAL_WIDTH_SCAN = 2_000  # longer texts simply take the full bubble width
 
@@ -253,3 +259,80 @@ class ErrorBox(QFrame):
         room = inner - sum(b.sizeHint().width() + 10 for b in buttons) - 20
         natural = natural_width(self.text.text(), self.text, inner)
         self.text.setMinimumWidth(max(120, min(natural, room)))
+
+
+class StatsFooter(QWidget):
+    """The line under a reply ("TTFT 85 ms · 112 tok/s · …") and its "Timeline" button, which
+    opens the reply timeline panel for the message's stats row (so does clicking the line).
+
+    ``text()`` is the line; ``panel`` the timeline panel once opened."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(4)
+        self.line = QLabel()
+        self.line.setObjectName("StatsFooter")
+        self.line.setWordWrap(True)
+        self.line.installEventFilter(self)
+        layout.addWidget(self.line, 1)
+        self.timeline_button = tool_button(
+            "Timeline", "How long each part of this reply took, drawn to scale"
+        )
+        self.timeline_button.setAccessibleName("Show the reply timeline")
+        self.timeline_button.clicked.connect(self.open_timeline)
+        layout.addWidget(self.timeline_button, 0, Qt.AlignmentFlag.AlignTop)
+        self.stats: dict[str, Any] | None = None
+        self.panel: TimelinePanel | None = None
+
+    def text(self) -> str:
+        return self.line.text()
+
+    def set_stats(self, line: str, tooltip: str, stats: dict[str, Any] | None) -> None:
+        """The line and tooltip; the button shows when the row holds any time at all."""
+        self.line.setText(line)
+        self.setToolTip(tooltip)
+        changed = stats is not None and stats != self.stats
+        self.stats = stats
+        timed = stats is not None and any(
+            stats.get(key) is not None for key in ("ttft_ms", "total_ms")
+        )
+        self.timeline_button.setVisible(timed)
+        self.line.setCursor(
+            Qt.CursorShape.PointingHandCursor if timed else Qt.CursorShape.ArrowCursor
+        )
+        panel = self.panel
+        if changed and panel is not None and shiboken6.isValid(panel) and panel.isVisible():
+            self.open_timeline()  # an open panel follows the row (e.g. a retry finished)
+
+    def has_content(self) -> bool:
+        return bool(self.text()) or not self.timeline_button.isHidden()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if (
+            watched is self.line
+            and event.type() == QEvent.Type.MouseButtonRelease
+            and isinstance(event, QMouseEvent)
+            and event.button() == Qt.MouseButton.LeftButton
+            and not self.timeline_button.isHidden()
+        ):
+            self.open_timeline()
+            return True
+        return super().eventFilter(watched, event)
+
+    def open_timeline(self) -> TimelinePanel:
+        """The panel for this row, over the window (one per footer; shown again if open)."""
+        from desktop.ui.timeline_panel import TimelinePanel  # built on first use only
+
+        old = self.panel if self.panel is not None and shiboken6.isValid(self.panel) else None
+        where = old.geometry() if old is not None and old.isVisible() else None
+        if old is not None:
+            old.close()
+        panel = TimelinePanel(self.stats, self.window())
+        panel.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, True)
+        if where is not None:
+            panel.setGeometry(where)
+        panel.show()
+        self.panel = panel
+        return panel

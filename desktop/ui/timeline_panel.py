@@ -1,0 +1,317 @@
+"""The reply timeline panel: one call drawn to scale, every part with its figure, then its facts.
+
+Opened from a reply's footer ("Timeline"). A small non-modal window over the main one, sized to
+fit it (down to the window's minimum, 720×480: the body scrolls). Everything in it is text a
+person can select, and "Copy as text" copies all of it. "How to read this" explains the words.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QEvent, Qt, QTimer
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QDialog,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop.chat.timeline import Marker, Segment, Timeline, build_timeline
+from desktop.chat.timeline_facts import Fact
+from desktop.ui.theme import Colors, current_colors
+from desktop.ui.timeline_chart import SplitBar, TimelineChart, kind_color
+from desktop.ui.timeline_help import TimelineHelp
+
+PREFERRED_W, PREFERRED_H = 820, 900
+SELECTABLE = (
+    Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.TextSelectableByKeyboard
+)
+
+
+def _label(text: str, name: str = "", wrap: bool = True) -> QLabel:
+    label = QLabel(text)
+    if name:
+        label.setObjectName(name)
+    label.setWordWrap(wrap)
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    label.setTextInteractionFlags(SELECTABLE)
+    return label
+
+
+def _panel_style(c: Colors) -> str:
+    return f"""
+#TimelineTitle {{ font-size: 15px; font-weight: 700; color: {c.text}; }}
+#TimelineMuted {{ color: {c.muted}; }}
+#TimelineSummary {{ color: {c.warn_text}; background: {c.warn_bg};
+                   border: 1px solid {c.warn_border}; border-radius: 6px; padding: 6px 8px; }}
+#TimelineHeading {{ color: {c.muted}; font-size: 11px; font-weight: 700; letter-spacing: 1px; }}
+#TimelineFactLabel {{ color: {c.muted}; font-weight: 600; }}
+#TimelineValue {{ color: {c.text}; }}
+#TimelineUnknown {{ color: {c.muted}; font-style: italic; }}
+#TimelineCaption {{ color: {c.muted}; font-size: 11px; }}
+QScrollArea#TimelineScroll, #TimelineBody {{ background: {c.window}; border: none; }}
+"""
+
+
+class TimelinePanel(QDialog):
+    """One stats row as a timeline with its legend and facts (no signals)."""
+
+    def __init__(self, stats: dict[str, Any] | None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("TimelinePanel")
+        self.setModal(False)
+        self.setWindowTitle("Reply timeline")
+        self.setAccessibleName("Reply timeline")
+        self.timeline: Timeline = build_timeline(stats)
+        self.help: TimelineHelp | None = None
+        self._styled_dark: bool | None = None
+        self.legend_rows: list[tuple[str, str, str]] = []  # label, figure, who measured
+        self.fact_values: dict[str, QLabel] = {}
+        self.bars: dict[str, SplitBar] = {}
+        self._captions: list[tuple[QLabel, list[tuple[str, str]]]] = []
+
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(10, 10, 10, 10)
+        self.scroll = QScrollArea()
+        self.scroll.setObjectName("TimelineScroll")
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        body = QWidget()
+        body.setObjectName("TimelineBody")
+        self.body = QVBoxLayout(body)
+        self.body.setContentsMargins(4, 0, 8, 0)
+        self.body.setSpacing(8)
+        self._build_header()
+        self.chart = TimelineChart(self.timeline)
+        self.body.addWidget(self.chart)
+        self._build_legend()
+        self._build_facts()
+        if self.timeline.notes:
+            self.notes = _label("\n".join(self.timeline.notes), "TimelineMuted")
+            self.body.addWidget(self.notes)
+        self.body.addStretch(1)
+        self.scroll.setWidget(body)
+        outer.addWidget(self.scroll, 1)
+
+        buttons = QHBoxLayout()
+        self.help_button = QPushButton("How to read this")
+        self.help_button.setToolTip("What tokens, prefill, KV cache, TTFT and decode mean")
+        self.help_button.clicked.connect(self.show_help)
+        self.copy_button = QPushButton("Copy as text")
+        self.copy_button.setToolTip("Copy every figure of this timeline")
+        self.copy_button.clicked.connect(self.copy_text)
+        self.close_button = QPushButton("Close")
+        self.close_button.clicked.connect(self.close)
+        buttons.addWidget(self.help_button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.copy_button)
+        buttons.addWidget(self.close_button)
+        outer.addLayout(buttons)
+        self._copy_reset = QTimer(self)
+        self._copy_reset.setSingleShot(True)
+        self._copy_reset.setInterval(1500)
+        self._copy_reset.timeout.connect(lambda: self.copy_button.setText("Copy as text"))
+        self._apply_colors()
+        self._fit_to(parent)
+
+    # building ---------------------------------------------------------------------------------
+    def _build_header(self) -> None:
+        t = self.timeline
+        self.title = _label(t.title, "TimelineTitle")
+        self.body.addWidget(self.title)
+        for text in (t.subtitle, t.outcome):
+            if text:
+                self.body.addWidget(_label(text, "TimelineMuted"))
+        self.summary = _label(t.summary, "TimelineSummary")
+        self.summary.setVisible(bool(t.summary))
+        self.body.addWidget(self.summary)
+        if not (t.segments or t.markers):
+            self.body.addWidget(_label("No times were recorded for this call.", "TimelineUnknown"))
+
+    def _heading(self, text: str) -> None:
+        self.body.addWidget(_label(text.upper(), "TimelineHeading"))
+
+    def _build_legend(self) -> None:
+        t = self.timeline
+        if not (t.segments or t.server_segments or t.markers):
+            return
+        self._heading("Each part")
+        grid = QGridLayout()
+        grid.setHorizontalSpacing(10)
+        grid.setVerticalSpacing(3)
+        grid.setColumnStretch(1, 3)
+        grid.setColumnStretch(3, 2)
+        client: list[Segment | Marker] = [*t.segments, *t.markers]
+        client.sort(key=lambda item: item.start_ms if isinstance(item, Segment) else item.at_ms)
+        rows: list[Segment | Marker | str] = [*client]
+        if t.server_segments:
+            rows += [t.server_lane_label, *t.server_segments]
+        for column, text in ((1, "part"), (2, "time"), (3, "measured by")):
+            grid.addWidget(_label(text, "TimelineCaption"), 0, column)
+        for n, item in enumerate(rows, start=1):
+            if isinstance(item, str):  # the server lane's own heading
+                grid.addWidget(_label(item, "TimelineFactLabel"), n, 0, 1, 4)
+                continue
+            swatch = QLabel()
+            swatch.setFixedSize(12, 12)
+            if isinstance(item, Segment):
+                self._swatch(swatch, item.kind)
+                label, figure, who, tip = item.label, item.figure, self._who(item), item.description
+            else:
+                swatch.setText("│")
+                swatch.setAlignment(Qt.AlignmentFlag.AlignCenter)
+                label, figure, who, tip = item.label, f"at {item.figure}", "", item.description
+            name = _label(label, "TimelineValue")
+            value = _label(figure, "TimelineValue", wrap=False)
+            by = _label(who, "TimelineMuted")
+            for widget in (swatch, name, value, by):
+                widget.setToolTip(tip)
+            name.setAccessibleName(f"{label}: {figure}" + (f", {who}" if who else ""))
+            grid.addWidget(swatch, n, 0)
+            grid.addWidget(name, n, 1)
+            grid.addWidget(value, n, 2)
+            grid.addWidget(by, n, 3)
+            self.legend_rows.append((label, figure, who))
+        self.body.addLayout(grid)
+
+    def _swatch(self, swatch: QLabel, kind: str) -> None:
+        swatch.setProperty("kind", kind)
+        color = kind_color(kind, current_colors().dark).name()
+        swatch.setStyleSheet(f"background: {color}; border-radius: 2px;")
+
+    def _who(self, segment: Segment) -> str:
+        """Who measured a part, in a word or two (the column is headed "measured by")."""
+        if segment.kind == "gap":
+            return "the rest of SIMI Multi's time"
+        if segment.measured_by == "llama.cpp":
+            return "llama.cpp"
+        if segment.measured_by == "server":
+            return self.timeline.provider
+        return "SIMI Multi"
+
+    def _build_facts(self) -> None:
+        self._heading("Tokens, memory and cost")
+        grid = QGridLayout()
+        grid.setHorizontalSpacing(12)
+        grid.setVerticalSpacing(6)
+        grid.setColumnStretch(1, 1)
+        for n, fact in enumerate(self.timeline.facts):
+            label = _label(fact.label, "TimelineFactLabel", wrap=False)
+            label.setToolTip(fact.description)
+            value = _label(fact.value, "TimelineValue" if fact.known else "TimelineUnknown")
+            value.setToolTip(fact.description)
+            value.setAccessibleName(f"{fact.label}: {fact.value}")
+            cell = QVBoxLayout()
+            cell.setSpacing(3)
+            cell.addWidget(value)
+            self._add_bar(cell, fact)
+            grid.addWidget(label, n, 0, Qt.AlignmentFlag.AlignTop)
+            grid.addLayout(cell, n, 1)
+            self.fact_values[fact.key] = value
+        self.body.addLayout(grid)
+
+    def _add_bar(self, cell: QVBoxLayout, fact: Fact) -> None:
+        """The split bar under a fact that has parts: prompt, output, context, cost."""
+        t = self.timeline
+        parts: list[tuple[float, str, str]] = []
+        total = 0.0
+        if fact.key == "prompt" and t.tokens.prompt and t.tokens.cached is not None:
+            new = t.tokens.prompt - t.tokens.cached
+            parts = [(t.tokens.cached, "other", "cached"), (new, "prefill", "newly evaluated")]
+            total = float(t.tokens.prompt)
+        elif fact.key == "output" and t.tokens.output and t.tokens.reasoning:
+            text = t.tokens.output - t.tokens.reasoning
+            parts = [(text, "decode", "reply text"), (t.tokens.reasoning, "wait", "reasoning")]
+            total = float(t.tokens.output)
+        elif fact.key == "context" and t.context is not None:
+            parts = [(t.context.used, "network", "used")]
+            total = float(t.context.window)
+        elif fact.key == "cost" and t.cost.total:
+            named = (
+                (t.cost.input, "prefill", "input"),
+                (t.cost.cached, "other", "cached input"),
+                (t.cost.output, "decode", "output"),
+            )
+            parts = [(v, kind, name) for v, kind, name in named if v is not None]
+            total = t.cost.total
+            if len(parts) < 2:
+                parts = []
+        if not parts:
+            return
+        bar = SplitBar([(v, kind) for v, kind, _ in parts], total, f"{fact.label}: {fact.value}")
+        bar.setToolTip(fact.value)
+        self.bars[fact.key] = bar
+        cell.addWidget(bar)
+        caption = QLabel()
+        caption.setObjectName("TimelineCaption")
+        caption.setTextFormat(Qt.TextFormat.RichText)
+        keyed = [(kind, name) for _, kind, name in parts]
+        if fact.key == "context":
+            keyed.append(("", "free"))
+        self._captions.append((caption, keyed))
+        self._color_caption(caption, keyed)
+        cell.addWidget(caption)
+
+    @staticmethod
+    def _color_caption(caption: QLabel, keyed: list[tuple[str, str]]) -> None:
+        """ "■ cached   ■ newly evaluated", each square in its part's colour."""
+        colors = current_colors()
+
+        def square(kind: str) -> str:
+            color = kind_color(kind, colors.dark).name() if kind else colors.border
+            return f'<span style="color:{color}">■</span>'
+
+        caption.setText("   ".join(f"{square(kind)} {name}" for kind, name in keyed))
+
+    def _fit_to(self, parent: QWidget | None) -> None:
+        """The preferred size, or the parent window's less a margin (720×480 still fits)."""
+        host = parent.window() if parent is not None else None
+        if host is None:
+            self.resize(PREFERRED_W, PREFERRED_H)
+            return
+        self.resize(min(PREFERRED_W, host.width() - 16), min(PREFERRED_H, host.height() - 16))
+        center = host.frameGeometry().center()
+        self.move(center.x() - self.width() // 2, center.y() - self.height() // 2)
+
+    # colours ----------------------------------------------------------------------------------
+    def _apply_colors(self) -> None:
+        colors = current_colors()
+        if self._styled_dark == colors.dark:
+            return
+        self._styled_dark = colors.dark
+        self.setStyleSheet(_panel_style(colors))
+        for swatch in self.findChildren(QLabel):
+            kind = swatch.property("kind")
+            if kind:
+                self._swatch(swatch, str(kind))
+        for caption, keyed in self._captions:
+            self._color_caption(caption, keyed)
+        self.chart.update()
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.StyleChange):
+            self._apply_colors()
+
+    # actions ----------------------------------------------------------------------------------
+    def show_help(self) -> TimelineHelp:
+        if self.help is None:
+            self.help = TimelineHelp(self)
+        self.help.show()
+        return self.help
+
+    def copy_text(self) -> None:
+        QGuiApplication.clipboard().setText(self.timeline.as_text())
+        self.copy_button.setText("Copied")
+        self._copy_reset.start()
+
+    def legend_text(self) -> str:
+        return "\n".join(" · ".join(p for p in row if p) for row in self.legend_rows)
