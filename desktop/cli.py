@@ -3,7 +3,8 @@
 simi                       open the window
 simi ask [--agent NAME] [--json] PROMPT                                 (desktop.cli_ask)
 simi agents list|show|add|edit|clone|remove
-simi stats [--agent NAME ...] [--since DATE] [--until DATE] [--json|--csv] [--rows]  (desktop.cli_stats)
+simi stats [--agent NAME ...] [--since DATE] [--until DATE] [--json|--csv] [--rows]
+                                                                        (desktop.cli_stats)
 simi models list|gpu [--json] | add-folder PATH | remove-folder PATH   (desktop.cli_models)
 simi export CONVERSATION [--format md|json] [-o FILE]
 simi import FILE
