@@ -6,8 +6,12 @@ only joins the per-agent answers (one dict per agent, never a loop over calls).
 
 Percentiles are nearest-rank: among an agent's non-NULL values of a figure in the filter,
 sorted ascending, p50 is the value at rank ceil(0.5·n) and p95 the one at rank ceil(0.95·n)
-(ranks from 1). A window function numbers the values; no value leaves SQLite but the two
-picked ones per agent.
+(ranks from 1). n comes with the summary's scan; the value at a rank is read from the
+figure's index (agent, value, time: m006) with ``ORDER BY value LIMIT 1 OFFSET rank - 1``,
+which steps over index entries without a sort or a table read, and no value leaves SQLite
+but the two picked ones per agent. (Measured on 100,000 calls: ROW_NUMBER() OVER (PARTITION
+BY agent ORDER BY value) took ~270 ms per figure even over that index, its sorts and temp
+B-trees included; the reads at rank ~10 ms for all 50 agents.)
 """
 
 from __future__ import annotations
