@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable
 
 from PySide6.QtCore import QByteArray, Qt, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
+from PySide6.QtGui import QCloseEvent, QGuiApplication
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -38,11 +38,13 @@ from desktop.ui import transfer
 from desktop.ui.agent_sidebar import AgentSidebar
 from desktop.ui.conversation_browser import ConversationBrowser
 from desktop.ui.conversation_pane import ConversationPane
+from desktop.ui.dashboard import StatsPage
+from desktop.ui.menus import build_menus
 from desktop.ui.models_page import ModelsPage
 from desktop.ui.pane_stack import PaneStack
 from desktop.ui.resources import app_icon
 from desktop.ui.settings_dialog import SettingsDialog, footer_mode
-from desktop.ui.shortcuts import COMPOSER_ONLY, SHORTCUTS, ShortcutsSheet, sequences
+from desktop.ui.shortcuts import ShortcutsSheet
 from desktop.ui.widgets import InfoBar, hbox, vbox
 
 log = logging.getLogger("simi.ui")
@@ -113,6 +115,12 @@ class MainWindow(QMainWindow):
         self.add_page("chat", self._build_chat_page(), "Chat")
         self.models_page = ModelsPage(services)
         self.add_page("models", self.models_page, "Models")
+        self.stats_page = StatsPage(
+            services,
+            open_reply=lambda conv_id, focus_id: self.open_conversation(conv_id, focus_id),
+            ask_save_path=lambda *args: self.ask_save_path(*args),
+        )
+        self.add_page("stats", self.stats_page, "Stats")
 
         emit_state = self.model_state_changed.emit
         self._state_listener = lambda state, detail: emit_state(state, detail)
@@ -125,8 +133,9 @@ class MainWindow(QMainWindow):
         self.browser.deleted.connect(self._conversation_deleted)
         self.browser.export_requested.connect(self.export_conversation)
         self.browser.status.connect(self._say)
+        self.stats_page.status.connect(self._say)
 
-        self._build_menus()
+        self._actions = build_menus(self)
         self._restore_state()
         self.reload_agents()
         self.new_chat()
@@ -169,36 +178,6 @@ class MainWindow(QMainWindow):
     def current_page(self) -> str:
         current = self.pages.currentWidget()
         return next((n for n, w in self._pages.items() if w is current), "chat")
-
-    def _build_menus(self) -> None:
-        bar = self.menuBar()
-        self._actions: dict[str, QAction] = {}
-        for shortcut in SHORTCUTS:
-            if shortcut.name in COMPOSER_ONLY:
-                continue
-            action = QAction(shortcut.label, self)
-            action.setShortcuts(sequences(shortcut))
-            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-            action.triggered.connect(getattr(self, shortcut.name))
-            self.addAction(action)
-            self._actions[shortcut.name] = action
-        file_menu = bar.addMenu("&File")
-        file_menu.addAction(self._actions["new_chat"])
-        file_menu.addAction("Import conversation…", self.import_conversation)
-        file_menu.addAction("Export as Markdown…", lambda: self.export_conversation("md"))
-        file_menu.addAction("Export as JSON…", lambda: self.export_conversation("json"))
-        file_menu.addSeparator()
-        file_menu.addAction(self._actions["open_settings"])
-        file_menu.addSeparator()
-        quit_action = file_menu.addAction("Quit", self.close)
-        quit_action.setShortcuts(QKeySequence.keyBindings(QKeySequence.StandardKey.Quit))
-        conv_menu = bar.addMenu("&Conversation")
-        for name in ("focus_search", "copy_last_reply", "regenerate_last", "stop"):
-            conv_menu.addAction(self._actions[name])
-        conv_menu.addAction("Switch agent…", lambda: self.pane.agent_button.showMenu())
-        conv_menu.addAction(self._actions["rename_current"])
-        help_menu = bar.addMenu("&Help")
-        help_menu.addAction(self._actions["show_shortcuts"])
 
     def _build_sidebar(self) -> QWidget:
         sidebar = QWidget()
@@ -389,6 +368,9 @@ class MainWindow(QMainWindow):
         message = self.services.conversations.message(last.id) or last
         QGuiApplication.clipboard().setText(message.content)
         self._say("Copied the last reply.")
+
+    def show_stats(self) -> None:
+        self.show_page("stats")
 
     def focus_search(self) -> None:
         self.show_page("chat")

@@ -37,6 +37,7 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     Shortcut("copy_last_reply", "Copy the last reply", ("Ctrl+Shift+C",)),
     Shortcut("regenerate_last", "Regenerate the last reply", ("Ctrl+Shift+R",)),
     Shortcut("rename_current", "Rename the conversation", ("F2",)),
+    Shortcut("show_stats", "Stats dashboard", ("Ctrl+Shift+S",)),
     Shortcut("open_settings", "Settings", (Std.Preferences, "Ctrl+,")),
     Shortcut("show_shortcuts", "Keyboard shortcuts", ("Ctrl+/", Std.HelpContents)),
 )
