@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
@@ -40,6 +41,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.errors import UserError
 from desktop.store.stats import StatsFilter, rows_to_csv, rows_to_json
 from desktop.ui.async_door import run_blocking, start
 from desktop.ui.chart_axes import METRICS, metric
@@ -299,9 +301,9 @@ class StatsPage(QWidget):
             self._fresh = False
             try:
                 snap = await run_blocking(load, self._services.stats, want, cached)
-            except Exception as exc:  # a locked or broken database: say so, keep the page
-                log.exception("stats query failed")
-                self.message.setText(f"Could not read the stats: {exc}. Try Refresh.")
+            except (sqlite3.Error, UserError) as exc:  # locked or broken: say so, keep the page
+                log.warning("stats query failed: %s", exc)
+                self._say(f"Could not read the stats ({exc}). Try Refresh.")
                 return
             if self._want is None:
                 self._show(snap)

@@ -165,3 +165,24 @@ def test_bars_write_p50_and_p95_with_units_and_grow_with_agents(qtbot: Any) -> N
     bars.resize(400, bars.heightForWidth(400))
     bars.show()
     bars.grab()
+
+
+@pytest.mark.qt_log_ignore("This plugin does not support raise")
+def test_the_keyboard_steps_through_calls_in_time_order_and_enter_opens_one(
+    qtbot: Any,
+) -> None:
+    rows = _rows({"A": [500.0, 700.0], "B": [1500.0]})
+    chart = _chart(qtbot, list(reversed(rows)))  # handed newest first: still stepped by time
+    chart.setFocus()
+    qtbot.keyClick(chart, Qt.Key.Key_Right)
+    first = chart.points[chart.hovered]
+    assert first.value == 500.0  # the earliest call
+    qtbot.keyClick(chart, Qt.Key.Key_Right)
+    assert chart.points[chart.hovered].value == 700.0
+    assert "A" in chart.accessibleDescription() and "700 ms" in chart.accessibleDescription()
+    qtbot.keyClick(chart, Qt.Key.Key_End)
+    last = chart.points[chart.hovered]
+    assert last.value == 1500.0
+    with qtbot.waitSignal(chart.point_clicked) as opened:
+        qtbot.keyClick(chart, Qt.Key.Key_Return)
+    assert opened.args == [last.conversation_id, last.message_id]

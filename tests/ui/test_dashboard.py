@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 from PySide6.QtCore import QPoint, QRect, Qt
 from PySide6.QtWidgets import QApplication, QWidget
 
-from desktop.ui import theme
+from desktop.ui import dashboard, theme
 from desktop.ui.dashboard_data import COLUMNS
 
 NOW = datetime.now(UTC)
@@ -232,7 +233,7 @@ def test_a_dot_whose_reply_was_replaced_opens_its_conversation_and_says_so(
 
 
 def test_export_writes_the_filtered_calls_as_csv_and_json(
-    qtbot: Any, services: Any, make_window: Any, tmp_path: Path
+    qtbot: Any, services: Any, make_window: Any, tmp_path: Path, monkeypatch: Any
 ) -> None:
     _three_agents(services)
     _call(services, "Quick local", 90, 85, kind="local", days_ago=60)  # outside the range
@@ -240,6 +241,14 @@ def test_export_writes_the_filtered_calls_as_csv_and_json(
     page = _open_page(window, qtbot)
     page.picker.set_checked(["Quick local", "Cloud laggy"])
     qtbot.waitUntil(lambda: set(_cells(page)) == {"Quick local", "Cloud laggy"})
+    writers: list[bool] = []
+    real_csv = dashboard.rows_to_csv
+
+    def rows_to_csv(*args: Any) -> None:
+        writers.append(threading.current_thread() is threading.main_thread())
+        real_csv(*args)
+
+    monkeypatch.setattr(dashboard, "rows_to_csv", rows_to_csv)
     asked: list[str] = []
     target = tmp_path / "stats.csv"
     window.ask_save_path = lambda _t, suggested, _f: asked.append(suggested) or str(target)
@@ -256,6 +265,7 @@ def test_export_writes_the_filtered_calls_as_csv_and_json(
         "0.005",
     ]  # unpriced stays empty, never 0
     assert window.status_label.text() == "Exported 9 calls to stats.csv"
+    assert writers == [False]  # written on a worker thread
     target = tmp_path / "stats.json"
     window.ask_save_path = lambda *_a: str(target)
     qtbot.waitUntil(page.export("json").done, timeout=10_000)
@@ -423,3 +433,26 @@ def test_view_stats_opens_the_page_and_has_a_shortcut(
     sheet = window.show_shortcuts()
     assert dict(sheet.rows())["Stats dashboard"] == "Ctrl+Shift+S"
     sheet.close()
+
+
+def test_a_database_that_cannot_be_read_is_said_in_words_and_refresh_recovers(
+    qtbot: Any, services: Any, make_window: Any, monkeypatch: Any
+) -> None:
+    import sqlite3
+
+    _call(services, "Cloud steady", 400, 60)
+    window = make_window(services)
+    real = services.stats.summary
+
+    def locked(*_args: Any) -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(services.stats, "summary", locked)
+    page = window.stats_page
+    window.show_page("stats")
+    qtbot.waitUntil(lambda: "Could not read the stats" in page.message.text())
+    assert page.message.text() == "Could not read the stats (database is locked). Try Refresh."
+    monkeypatch.setattr(services.stats, "summary", real)
+    with qtbot.waitSignal(page.refreshed, timeout=10_000):
+        page.refresh_button.click()
+    assert set(_cells(page)) == {"Cloud steady"}
