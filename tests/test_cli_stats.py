@@ -47,13 +47,13 @@ def history(simi_home) -> None:
                     price_source="genai-prices",
                 )
             )
-        record(_call("Cloud", 21, cost_usd=None, price_source=None, ttft_ms=500.0))
+        record(_call("Cloud", 21, cost_usd=None, price_source=None, ttft_ms=500.0, output_tokens=5))
         record(_call("Cloud", 22, finish_reason="error", error_kind="rate_limited"))
         record(_call("Box", 5, provider_kind="local", ttft_ms=80.0, price_source="local",
                      cost_usd=0.0))  # fmt: skip
         record(_call("Box", 25, provider_kind="local", finish_reason="cancelled",
                      price_source="local", cost_usd=0.0))  # fmt: skip
-        record(_call("Mystery", 10, ttft_ms=300.0))  # no price known
+        record(_call("Mystery", 10, ttft_ms=300.0, output_tokens=7))  # no price known
     finally:
         services.close()
 
@@ -74,7 +74,8 @@ def test_table_shows_percentiles_errors_and_what_is_not_priced(history, capsys) 
     # 21 TTFTs (10 … 200 and 500): rank 11 -> 110 ms, rank 20 -> 200 ms
     assert "22" in cloud.split() and "1 (4.5%)" in cloud
     assert "110 ms" in cloud and "200 ms" in cloud
-    assert "$0.20 + 2 calls without a price" in cloud  # the failed call has none either
+    # the call refused before any token had nothing to price: only one lacks a price
+    assert "$0.20 + 1 call without a price" in cloud
     assert "local (free)" in next(line for line in lines if line.startswith("Box"))
     mystery = next(line for line in lines if line.startswith("Mystery"))
     assert "unknown (1 call without a price)" in mystery and "$0" not in mystery

@@ -165,6 +165,9 @@ def _totals_sql(where: str, first_last_where: str) -> str:
         "TOTAL(reasoning_tokens) AS reasoning_tokens, "
         "SUM(CASE WHEN price_source IS NOT NULL THEN cost_usd END) AS cost_usd, "
         "COUNT(price_source) AS priced_calls, "
+        # a call with no token counts (refused, failed before any reply) had nothing to price
+        "TOTAL(price_source IS NULL AND (prompt_tokens IS NOT NULL OR output_tokens IS NOT NULL))"
+        " AS unpriced_calls, "
         "TOTAL(provider_kind = 'local' OR price_source IS 'local') AS local_calls, "
         f"{counts} "
         f"FROM inference_stats INDEXED BY stats_summary {where} "
@@ -241,7 +244,7 @@ def summary(db: sqlite_utils.Database, f: StatsFilter) -> list[dict[str, Any]]:
             # summed in binary floating point: rounded to a billionth of a dollar
             "cost_usd": round(r["cost_usd"], 9) if priced and r["cost_usd"] is not None else None,
             "priced_calls": priced,
-            "unpriced_calls": calls - priced,
+            "unpriced_calls": int(r["unpriced_calls"]),
             "local": int(r["local_calls"]) == calls,
             "first_at": r["first_at"],
             "last_at": r["last_at"],

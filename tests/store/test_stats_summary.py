@@ -152,11 +152,24 @@ def test_agents_filter_matches_names_in_any_case(stats) -> None:
 
 
 def test_unpriced_calls_are_never_counted_as_free(stats) -> None:
+    used = {"prompt_tokens": 100, "output_tokens": 20}  # tokens used, price unknown
     for _ in range(3):
-        stats.record(_call("Unknown price", cost_usd=None, price_source=None))
+        stats.record(_call("Unknown price", cost_usd=None, price_source=None, **used))
     stats.record(_call("Mixed", cost_usd=0.5, price_source="genai-prices"))
     stats.record(_call("Mixed", cost_usd=0.25, price_source="agent"))
-    stats.record(_call("Mixed", cost_usd=None, price_source=None))
+    stats.record(_call("Mixed", cost_usd=None, price_source=None, **used))
+    # refused before any reply (429): no tokens, nothing to price, not "unpriced"
+    stats.record(
+        _call(
+            "Mixed",
+            cost_usd=None,
+            price_source=None,
+            prompt_tokens=None,
+            output_tokens=None,
+            error_kind="rate_limited",
+            finish_reason="error",
+        )
+    )
     stats.record(_call("Llama", provider_kind="local", cost_usd=0.0, price_source="local"))
     summary = _by_agent(stats.summary())
     unknown = summary["Unknown price"]
