@@ -12,6 +12,7 @@ from typing import Any
 
 from desktop.chat.format import cost_text
 from desktop.chat.kinds import find_kind, kind_label
+from desktop.chat.pricing import is_hosted_api
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,8 +185,16 @@ def cost_parts(row: dict[str, Any]) -> CostParts:
     if source == "local" or (source is None and is_local(row)):
         return CostParts(0.0, None, None, None, "local model: no cost")
     if total is None:
+        host = row.get("endpoint_host")
+        if host and not is_hosted_api(f"https://{host}"):
+            words = (
+                f"no price: {host} is a server of your own (give the agent a price in its "
+                "editor to count one)"
+            )
+            return CostParts(None, None, None, None, words)
         model = row.get("model_reported") or row.get("model_requested") or "this model"
-        return CostParts(None, None, None, None, f"unknown price for {model}")
+        words = f"unknown price for {model} (give the agent a price in its editor to count one)"
+        return CostParts(None, None, None, None, words)
     words = {
         "reported": f"reported by {provider}",
         "agent": "your price for this agent",
@@ -202,6 +211,15 @@ def _token_facts(row: dict[str, Any], split: TokenSplit, provider: str) -> list[
     counted = row.get("token_source") == "counted"
     if split.prompt is None:
         prompt = Fact("prompt", "Prompt tokens", _missing("", provider), known=False)
+    elif counted and split.cached is None:
+        prompt = Fact(
+            "prompt",
+            "Prompt tokens",
+            f"about {num(split.prompt)} (estimated from the text's length: {provider} did not "
+            "report token counts)",
+            description="The conversation sent to the model, in tokens: an estimate, because "
+            "the server did not say how many it read.",
+        )
     else:
         cached = (
             f"{num(split.cached)} cached"

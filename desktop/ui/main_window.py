@@ -400,7 +400,7 @@ class MainWindow(QMainWindow):
         )
 
     def open_settings(self) -> None:
-        dialog = SettingsDialog(self.services.prefs, self)
+        dialog = SettingsDialog(self.services.prefs, self, prices=self.services.chat.prices)
         if dialog.exec():
             self._footer_mode = footer_mode(self.services.prefs)
             for pane in self.panes:

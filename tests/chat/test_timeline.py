@@ -204,7 +204,24 @@ def test_remote_cost_lists_its_parts_and_where_the_price_came_from() -> None:
 def test_unknown_price_says_so_and_is_never_zero() -> None:
     row = {**OPENAI, "model_reported": "gpt-9-preview"}
     cost = build_timeline(row).fact("cost")
-    assert cost.value == "unknown price for gpt-9-preview" and not cost.known
+    assert cost.value.startswith("unknown price for gpt-9-preview") and not cost.known
+    assert "give the agent a price" in cost.value  # what to do about it
+
+
+def test_a_server_of_ones_own_has_no_price_and_a_counted_prompt_is_an_estimate() -> None:
+    row = {
+        **OPENAI,
+        "provider_kind": "openai-compatible",
+        "endpoint_host": "192.168.1.20",
+        "token_source": "counted",
+        "cached_tokens": None,
+    }
+    timeline = build_timeline(row)
+    cost = timeline.fact("cost")
+    assert cost.value.startswith("no price: 192.168.1.20 is a server of your own")
+    assert "$" not in cost.value and not cost.known
+    prompt = timeline.fact("prompt").value
+    assert prompt.startswith("about ") and "estimated from the text's length" in prompt
     assert "$0" not in build_timeline(row).as_text()
 
 
