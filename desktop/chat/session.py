@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from desktop.chat.agents import AgentService
 from desktop.chat.kinds import find_kind, load_params_for
 from desktop.chat.price_book import PriceBook
-from desktop.chat.pricing import price_call
+from desktop.chat.pricing import price_call, provider_ref
 from desktop.chat.providers import ProviderFactory
 from desktop.chat.stats_clock import StatsClock
 from desktop.errors import UserError
@@ -337,7 +337,7 @@ class ChatService:
 
     def _warm_prices(self, agent: Agent) -> asyncio.Future[None] | None:
         """Start warming the price book on a worker thread (None: nothing to warm)."""
-        if agent.is_local or self.prices.ready:
+        if agent.is_local or self.prices.ready or not _dataset_prices(agent):
             return None
         warming = asyncio.ensure_future(asyncio.to_thread(self.prices.warm))
         warming.add_done_callback(_log_warm_failure)
@@ -393,8 +393,9 @@ class ChatService:
         # Priced now, at the prices in force: a later price change leaves history alone. Not
         # warm yet (a call stopped early): only a reported cost, an override or local is known.
         priced = self.prices.price_if_ready(row, agent)
-        if priced is None and (agent.price_input_per_m, agent.price_output_per_m) != (None, None):
-            priced = price_call(row, agent)
+        overridden = (agent.price_input_per_m, agent.price_output_per_m) != (None, None)
+        if priced is None and (overridden or not _dataset_prices(agent)):
+            priced = price_call(row, agent)  # no dataset needed (nor imported)
         if priced is not None:
             row.update(priced.fields())
         try:
@@ -403,6 +404,13 @@ class ChatService:
             log.exception("could not record inference stats")
         turn.stats = row
         self.conversations.touch(turn.conversation_id)
+
+
+def _dataset_prices(agent: Agent) -> bool:
+    """Whether the price list can price this agent's calls: a hosted API it knows how to
+    name. A server of one's own (llama.cpp, vLLM, Ollama) never is, so its turns neither wait
+    for the list to load nor pay for importing it."""
+    return provider_ref(agent.kind, agent.base_url) is not None
 
 
 def _log_warm_failure(warming: asyncio.Future[None]) -> None:

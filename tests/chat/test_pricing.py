@@ -138,6 +138,25 @@ def test_a_self_hosted_server_is_not_priced_as_openai(services: Any) -> None:
         agent = _remote(services, server, "openai-compatible", name="vLLM box")
         turn = _run(services, agent)  # serves "gpt-4o-mini" on 127.0.0.1
     assert _costs(turn.stats) == (None, None, None, None, None)
+    # nothing to look up, so the turn neither loaded the price list nor waited for it
+    assert not services.chat.prices.ready
+
+
+def test_a_self_hosted_server_with_the_agents_own_price_is_priced_without_the_list(
+    services: Any,
+) -> None:
+    with FaultServer(lambda _r: Reply(body=openai_stream())) as server:
+        agent = _remote(
+            services,
+            server,
+            "openai-compatible",
+            name="Rented GPU",
+            price_input_per_m=1.0,
+            price_output_per_m=2.0,
+        )
+        turn = _run(services, agent)
+    assert turn.stats["price_source"] == "agent" and turn.stats["cost_usd"] > 0
+    assert not services.chat.prices.ready
 
 
 def test_history_keeps_its_price_after_the_override_changes(services: Any) -> None:
