@@ -138,8 +138,8 @@ class StatsStore:
         ``prefill_p50_tok_s``… (nearest rank over the calls that have the figure, None if
         none); token sums and ``cached_share`` (cached/prompt, None without prompt tokens);
         ``cost_usd`` summed over priced calls only (None if none is priced: an unknown price
-        is never 0), ``priced_calls`` / ``unpriced_calls`` (used tokens, price unknown); ``local`` (every call local);
-        ``first_at`` / ``last_at``."""
+        is never 0), ``priced_calls`` / ``unpriced_calls`` (used tokens, price unknown);
+        ``local`` (every call local); ``first_at`` / ``last_at``."""
         return stats_query.summary(self._db, f)
 
     def series(self, f: StatsFilter, metric: str, limit: int = 2000) -> list[dict[str, Any]]:
