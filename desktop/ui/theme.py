@@ -1,16 +1,31 @@
 """Light and dark looks: a Fusion palette plus one stylesheet built from the same colours.
 
 The scheme follows the system (``QStyleHints.colorScheme()`` on Qt 6.5+, else the palette's
-window lightness) unless a caller forces one (screenshots, tests).
+window lightness) unless a caller forces one (Settings, screenshots, tests). The text size is
+one factor (``TEXT_SCALES``) applied to the application font and to every ``font-size`` of the
+stylesheet: ``install(app, dark=..., text_scale=...)`` re-applies both.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
+
+from desktop.ui.resources import resource_path
+
+# The text sizes Settings offers (factor, words); 1.0 is the platform's own size.
+TEXT_SCALES: tuple[tuple[float, str], ...] = (
+    (0.9, "Small"),
+    (1.0, "Normal"),
+    (1.15, "Large"),
+    (1.3, "Larger"),
+)
+MIN_TEXT_SCALE, MAX_TEXT_SCALE = 0.75, 2.0
+_FONT_SIZE = re.compile(r"font-size:\s*(\d+(?:\.\d+)?)px")
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +149,25 @@ def palette_for(c: Colors) -> QPalette:
     return p
 
 
-def stylesheet(c: Colors) -> str:
+def scale_font_sizes(css: str, scale: float) -> str:
+    """Every ``font-size: Npx`` of a stylesheet times ``scale`` (for other modules' sheets)."""
+    if scale == 1.0:
+        return css
+    return _FONT_SIZE.sub(lambda m: f"font-size: {max(1, round(float(m[1]) * scale))}px", css)
+
+
+def _icon_url(name: str) -> str:
+    return 'url("' + resource_path("icons", name).as_posix() + '")'
+
+
+def stylesheet(c: Colors, text_scale: float = 1.0) -> str:
+    """The application stylesheet for ``c``, font sizes times ``text_scale``."""
+    return scale_font_sizes(_stylesheet(c), text_scale)
+
+
+def _stylesheet(c: Colors) -> str:
+    tone = "dark" if c.dark else "light"
+    down, up = _icon_url(f"chevron-down-{tone}.svg"), _icon_url(f"chevron-up-{tone}.svg")
     return f"""
 QMainWindow, QDialog {{ background: {c.window}; }}
 QToolTip {{ background: {c.raised}; color: {c.text}; border: 1px solid {c.border};
@@ -207,7 +240,19 @@ QStatusBar QLabel {{ color: {c.muted}; padding: 0 8px; }}
 
 QLineEdit, QPlainTextEdit, QComboBox, QSpinBox {{ background: {c.surface}; color: {c.text};
               border: 1px solid {c.border}; border-radius: 6px; padding: 5px 8px; }}
-QComboBox::drop-down {{ border: none; width: 22px; }}
+QComboBox {{ padding-right: 26px; }}
+QComboBox::drop-down {{ subcontrol-origin: border; subcontrol-position: center right;
+              border: none; width: 24px; }}
+QComboBox::down-arrow {{ image: {down}; width: 12px; height: 12px; }}
+QComboBox::down-arrow:disabled {{ image: {down}; }}
+QSpinBox {{ padding-right: 22px; }}
+QSpinBox::up-button, QSpinBox::down-button {{ subcontrol-origin: border; width: 20px;
+              border: none; background: transparent; }}
+QSpinBox::up-button {{ subcontrol-position: top right; }}
+QSpinBox::down-button {{ subcontrol-position: bottom right; }}
+QSpinBox::up-arrow {{ image: {up}; width: 10px; height: 10px; }}
+QSpinBox::down-arrow {{ image: {down}; width: 10px; height: 10px; }}
+QSpinBox::up-button:hover, QSpinBox::down-button:hover {{ background: {c.selection}; }}
 QComboBox QAbstractItemView {{ background: {c.raised}; color: {c.text};
               selection-background-color: {c.selection}; selection-color: {c.text}; }}
 QLineEdit:focus, QPlainTextEdit:focus, QComboBox:focus {{ border-color: {c.accent}; }}
@@ -273,22 +318,30 @@ QMenu::item:selected {{ background: {c.selection}; }}
 
 
 class Theme:
-    """Holds the current colours; ``apply`` sets palette + stylesheet on the application."""
+    """Holds the current colours and text size; ``apply`` sets font, palette and stylesheet."""
 
-    def __init__(self, app: QApplication) -> None:
+    def __init__(self, app: QApplication, base_point_size: float) -> None:
         self._app = app
         self.colors = LIGHT
         self.forced: bool | None = None
+        self.text_scale = 1.0
+        self.base_point_size = base_point_size
 
-    def apply(self, dark: bool | None = None) -> Colors:
-        """``dark=None`` keeps following the system (or the last forced scheme)."""
+    def apply(self, dark: bool | None = None, text_scale: float | None = None) -> Colors:
+        """``dark=None`` keeps following the system (or the last forced scheme);
+        ``text_scale=None`` keeps the current text size."""
         if dark is not None:
             self.forced = dark
+        if text_scale is not None:
+            self.text_scale = min(MAX_TEXT_SCALE, max(MIN_TEXT_SCALE, float(text_scale)))
         use_dark = self.forced if self.forced is not None else system_prefers_dark(self._app)
         self.colors = DARK if use_dark else LIGHT
         self._app.setStyle("Fusion")
+        font = self._app.font()
+        font.setPointSizeF(self.base_point_size * self.text_scale)
+        self._app.setFont(font)
         self._app.setPalette(palette_for(self.colors))
-        self._app.setStyleSheet(stylesheet(self.colors))
+        self._app.setStyleSheet(stylesheet(self.colors, self.text_scale))
         return self.colors
 
     def follow_system(self) -> None:
@@ -303,22 +356,39 @@ def current_colors() -> Colors:
     return theme.colors if theme is not None else LIGHT
 
 
-def install(app: QApplication, dark: bool | None = None) -> Theme:
+def current_text_scale() -> float:
+    """The text size factor in use (1.0 before a theme is installed)."""
+    app = QApplication.instance()
+    theme: Theme | None = getattr(app, "_simi_theme", None)
+    return theme.text_scale if theme is not None else 1.0
+
+
+def install(app: QApplication, dark: bool | None = None, text_scale: float | None = None) -> Theme:
     """Apply the theme, pick a readable font, and follow system light/dark changes.
 
-    The Theme is kept on the application (``app.property("simiTheme")`` is not used because a
-    Python object is needed); calling this again re-applies the existing one.
+    ``dark``: True/False forces a scheme, None keeps the current choice (the system's at
+    first); use ``Theme.follow_system()`` to go back to the system. ``text_scale``: a factor
+    for every text size (see ``TEXT_SCALES``), None keeps the current one (1.0 at first).
+    The Theme is kept on the application; calling this again re-applies the existing one.
     """
     theme: Theme | None = getattr(app, "_simi_theme", None)
     if theme is None:
-        theme = Theme(app)
+        theme = Theme(app, max(10.0, app.font().pointSizeF()))
         app._simi_theme = theme  # type: ignore[attr-defined]
-        font = app.font()
-        if font.pointSizeF() < 10:
-            font.setPointSizeF(10)
-        app.setFont(font)
         hints = QGuiApplication.styleHints()
         if hasattr(hints, "colorSchemeChanged"):
             hints.colorSchemeChanged.connect(lambda _scheme: theme.apply())
-    theme.apply(dark)
+    theme.apply(dark, text_scale)
+    return theme
+
+
+def set_text_scale(app: QApplication, scale: float) -> Theme:
+    """Change only the text size (keeps light/dark as chosen)."""
+    return install(app, text_scale=scale)
+
+
+def follow_system(app: QApplication) -> Theme:
+    """Go back to the system's light/dark (keeps the text size)."""
+    theme = install(app)
+    theme.follow_system()
     return theme
