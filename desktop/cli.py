@@ -302,9 +302,7 @@ def _agents(services: Any, args: argparse.Namespace) -> int:
                 print(f"{key}: {value}")
         return EXIT_OK
     if cmd == "add":
-        fields = _fields_from(args)
-        if args.kind == "local":
-            fields.setdefault("n_ctx", 2048)
+        fields = _fields_from(args)  # a local agent's empty context: Settings' default
         agent = svc.create(Agent(name=args.name, **fields), api_key=_read_key(args))
         print(f"Added agent “{agent.name}” ({agent.kind}, {agent.model}).")
         return EXIT_OK

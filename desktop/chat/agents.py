@@ -37,6 +37,8 @@ from desktop.store.agents import KV_TYPES, Agent, AgentStore
 # the moment between a turn fetching its key off the loop and building its provider on it.
 KEY_FETCH_FRESH_S = 10.0
 MAX_PRICE_PER_M = 10_000.0  # a price override's upper bound, USD per million tokens
+OLD_STARTER_N_CTX = 2048  # the starter's context before it was chosen from the model
+STARTER_MAX_TOKENS = 512  # without Settings (an AgentService built with no defaults)
 
 
 def _defaults(names: tuple[str, ...]) -> dict[str, Any]:
@@ -150,10 +152,14 @@ class AgentService:
         store: AgentStore,
         secrets: SecretStore,
         clock: Callable[[], float] = time.monotonic,
+        local_defaults: Callable[[Agent], dict[str, Any]] | None = None,
     ) -> None:
+        """``local_defaults``: the changes that give a new local agent Settings' defaults for
+        the fields left empty (``desktop.chat.local_defaults.new_local_fields``)."""
         self._store = store
         self._secrets = secrets
         self._clock = clock
+        self._local_defaults = local_defaults
         # key_ref -> (key, when read): keys ``fetch_key`` just read off the event loop.
         self._fetched: dict[str, tuple[str | None, float]] = {}
         self._fetched_lock = threading.Lock()
@@ -171,12 +177,19 @@ class AgentService:
         return validate(normalise(agent), self._store.list())
 
     def create(self, agent: Agent, api_key: str | None = None) -> Agent:
+        """A new agent; a local one gets Settings' context size and reply length for the
+        fields left empty."""
+        return self._create(agent, api_key, fill_defaults=True)
+
+    def _create(self, agent: Agent, api_key: str | None, *, fill_defaults: bool) -> Agent:
         agent = normalise(agent.with_changes(id=None))
         errors = validate(agent, self._store.list())
         if errors:
             raise ValidationError(errors)
         if api_key is not None and not get_kind(agent.kind).remote:
             raise ValidationError({"api_key": "Local agents do not use an API key."})
+        if fill_defaults and agent.is_local and self._local_defaults is not None:
+            agent = agent.with_changes(**self._local_defaults(agent))
         created = self._store.insert(agent)
         if api_key and created.key_ref is not None:
             try:
@@ -190,13 +203,17 @@ class AgentService:
         """Save changes. A key stays bound to its endpoint's host (``agent_rules``): moved to
         another path, port or kind on the same host, the saved key follows, unless the endpoint
         it lands on has one of its own; moved to another host (or from https:// to http://),
-        it stays behind and the new endpoint has no key until one is given."""
+        it stays behind and the new endpoint has no key until one is given. A local agent
+        whose context was left empty gets Settings' context size, as a new one does."""
         assert agent.id is not None
         before = self._store.get(agent.id)
         agent = normalise(agent)
         errors = validate(agent, self._store.list())
         if errors:
             raise ValidationError(errors)
+        if agent.is_local and agent.n_ctx is None and self._local_defaults is not None:
+            n_ctx = self._local_defaults(agent).get("n_ctx")
+            agent = agent.with_changes(n_ctx=n_ctx)
         updated = self._store.update(agent)
         if api_key and updated.key_ref is not None:
             self._set_key(updated.key_ref, api_key)
@@ -222,7 +239,8 @@ class AgentService:
         while name is None and new_name.casefold() in existing:
             new_name = f"{agent.name} (copy {n})"
             n += 1
-        return self.create(agent.with_changes(name=new_name, id=None))
+        # a copy keeps what the original has, empty fields included
+        return self._create(agent.with_changes(name=new_name, id=None), None, fill_defaults=False)
 
     def delete(self, agent: Agent) -> None:
         assert agent.id is not None
@@ -271,26 +289,43 @@ class AgentService:
             return False
 
     def ensure_starter(self) -> Agent | None:
-        """Create the ready local agent on first launch (when the starter wheel is present)."""
+        """Create the ready local agent on first launch (when the starter wheel is present),
+        with Settings' context size (automatic: from the model's trained context and the
+        memory estimate). A starter made by an older version, whose context was the old
+        2,048 default and never edited, gets the same; a size someone chose is kept."""
         existing = self._store.by_name(STARTER_AGENT_NAME)
         if existing is not None:
-            return existing
+            return self._upgrade_starter(existing)
         if starter_model_path() is None:
             return None
+        starter = Agent(
+            name=STARTER_AGENT_NAME,
+            kind="local",
+            model=STARTER_MODEL_NAME,
+            system_prompt="You are a helpful assistant.",
+            temperature=0.7,
+            top_p=0.95,
+            model_path=STARTER_REF,
+            n_gpu_layers=0,
+        )
+        if self._local_defaults is not None:
+            starter = starter.with_changes(**self._local_defaults(starter))
         return self._store.insert(
-            Agent(
-                name=STARTER_AGENT_NAME,
-                kind="local",
-                model=STARTER_MODEL_NAME,
-                system_prompt="You are a helpful assistant.",
-                temperature=0.7,
-                top_p=0.95,
-                max_tokens=512,
-                model_path=STARTER_REF,
-                n_ctx=2048,
-                n_gpu_layers=0,
+            starter.with_changes(
+                n_ctx=starter.n_ctx or OLD_STARTER_N_CTX,
+                max_tokens=starter.max_tokens or STARTER_MAX_TOKENS,
             )
         )
+
+    def _upgrade_starter(self, starter: Agent) -> Agent:
+        untouched = starter.updated_at == starter.created_at
+        at_old_default = starter.n_ctx is None or (starter.n_ctx == OLD_STARTER_N_CTX and untouched)
+        if not at_old_default or not starter.is_local or self._local_defaults is None:
+            return starter
+        n_ctx = self._local_defaults(starter.with_changes(n_ctx=None)).get("n_ctx")
+        if not n_ctx or n_ctx == starter.n_ctx:
+            return starter
+        return self._store.update(starter.with_changes(n_ctx=n_ctx))
 
     @staticmethod
     def public_dict(agent: Agent, has_key: bool | None = None) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import sqlite_utils
 
 from desktop.chat.agents import AgentService
+from desktop.chat.local_defaults import new_local_fields
 from desktop.chat.price_book import PriceBook
 from desktop.chat.providers import ProviderFactory
 from desktop.chat.session import ChatService
@@ -72,10 +73,12 @@ class Services:
         setup_logging(paths)
         db = open_database(paths.db_path)
         secrets = secrets or SecretStore()
-        agents = AgentService(AgentStore(db), secrets)
+        prefs = Preferences(paths.settings_path)
+        agents = AgentService(
+            AgentStore(db), secrets, local_defaults=lambda a: new_local_fields(prefs, a)
+        )
         conversations = ConversationStore(db)
         stats = StatsStore(db)
-        prefs = Preferences(paths.settings_path)
         local = LocalRuntime(idle_unload_s=idle_unload_seconds(prefs))
         factory = ProviderFactory(agents, local)
         prices = PriceBook.in_folder(paths.data_dir)

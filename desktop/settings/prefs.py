@@ -11,6 +11,16 @@ from typing import Any
 
 log = logging.getLogger("simi.settings")
 
+# Keys the Settings dialog writes (values: see each one's reader).
+PREF_THEME = "ui.theme"  # "system" | "light" | "dark"
+PREF_TEXT_SIZE = "ui.text_size"  # a TEXT_SIZES key
+PREF_NEW_LOCAL_N_CTX = "local.new_agent_n_ctx"  # tokens; 0 or absent = automatic
+PREF_NEW_LOCAL_MAX_TOKENS = "local.new_agent_max_tokens"  # tokens
+
+THEMES = ("system", "light", "dark")
+TEXT_SIZES = {"small": 0.9, "normal": 1.0, "large": 1.15, "larger": 1.3}  # scale of the text
+DEFAULT_NEW_LOCAL_MAX_TOKENS = 512
+
 
 class Preferences:
     """A small key/value store. Unknown or unreadable files are kept aside, never lost."""
@@ -72,3 +82,34 @@ class Preferences:
             except OSError:
                 pass
             raise
+
+
+def theme_choice(prefs: Preferences) -> str:
+    """ "system" (follow the OS), "light" or "dark"."""
+    value = prefs.get(PREF_THEME, "system")
+    return value if value in THEMES else "system"
+
+
+def text_size_choice(prefs: Preferences) -> str:
+    value = prefs.get(PREF_TEXT_SIZE, "normal")
+    return value if value in TEXT_SIZES else "normal"
+
+
+def _positive_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return None
+    return number if number > 0 else None
+
+
+def new_local_n_ctx(prefs: Preferences) -> int | None:
+    """The context size chosen for new local agents; None: automatic (from the model)."""
+    return _positive_int(prefs.get(PREF_NEW_LOCAL_N_CTX))
+
+
+def new_local_max_tokens(prefs: Preferences) -> int:
+    found = _positive_int(prefs.get(PREF_NEW_LOCAL_MAX_TOKENS))
+    return found if found is not None else DEFAULT_NEW_LOCAL_MAX_TOKENS

@@ -33,7 +33,7 @@ class LocalSection:
         self.browse = QPushButton("Browse…")
         self.browse.clicked.connect(self._browse)
         form.add(self.group, "model_path", "Model file", row(self.model_path, self.browse))
-        self.n_ctx = line("2048")
+        self.n_ctx = line("automatic (from the model and memory)")
         self.n_gpu_layers = line("0  (-1 = all layers)")
         self.n_threads = line("automatic")
         self.n_batch = line("512")

@@ -43,7 +43,7 @@ def test_turn_streams_reply_and_records_message_and_stats(services) -> None:
     assert row["ttft_ms"] > 0 and row["decode_tok_s"] > 0 and row["prefill_tok_s"] > 0
     assert row["prompt_tokens"] > 10 and 0 < row["output_tokens"] <= 40
     assert row["finish_reason"] in ("stop", "length") and row["token_source"] == "reported"
-    assert row["backend"] and row["n_ctx"] == 2048 and row["quantization"] == "Q4_1"
+    assert row["backend"] and row["n_ctx"] == agent.n_ctx and row["quantization"] == "Q4_1"
     assert services.conversations.get(conv.id).title.startswith("Say hello")
     # the decode speed is llama.cpp's own: its eval count over its eval time
     [timing] = timings

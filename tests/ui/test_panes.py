@@ -294,6 +294,7 @@ def test_a_new_agent_once_saved_answers_the_new_chat_named_in_header_and_compose
 def test_the_composer_says_before_sending_that_a_huge_paste_will_not_fit(
     qtbot: Any, services: Any, make_window: Any
 ) -> None:
+    limit_starter(services, max_tokens=48, n_ctx=2048)
     window = make_window(services)  # the starter agent: a 2,048-token context
     pane = window.pane
     pane.composer.setPlainText("lighthouse " * 20_000)  # ~200 KB
