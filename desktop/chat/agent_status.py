@@ -7,6 +7,7 @@ Read through the local runtime's public methods; nothing here starts a worker or
 
 from __future__ import annotations
 
+from desktop.chat.format import short_model_name
 from desktop.chat.kinds import kind_label, load_params_for
 from desktop.errors import UserError
 from desktop.local.provider import LocalRuntime
@@ -48,10 +49,13 @@ def model_note(runtime: LocalRuntime, agent: Agent) -> str | None:
     return info.template_note
 
 
-def subtitle(runtime: LocalRuntime, agent: Agent) -> str:
-    """ "Local (llama.cpp) · model.gguf · ready": kind, model and (local) model state."""
+def subtitle(runtime: LocalRuntime, agent: Agent, full: bool = False) -> str:
+    """ "Local (llama.cpp) · model.gguf · ready": kind, model and (local) model state. The
+    model by its short name (a path's file name, a long id elided), or whole with ``full``
+    (for the tooltip next to it)."""
     kind = kind_label(agent.kind)
-    text = f"{kind} · {agent.model}" if agent.model else kind
+    model = agent.model if full else short_model_name(agent.model)
+    text = f"{kind} · {model}" if model else kind
     state = model_state(runtime, agent)
     return f"{text} · {state}" if state else text
 

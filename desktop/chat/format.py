@@ -1,17 +1,57 @@
-"""Stats records as short text: the message footer, its tooltip, Markdown exports. Qt-free."""
+"""Stats records as short text: the message footer, its tooltip, Markdown exports; model names
+as people recognise them (a GGUF path becomes its file name, a long id is elided in the
+middle). Qt-free."""
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
+
+# A model name longer than this is elided in the middle (the full one goes in a tooltip).
+MODEL_NAME_CHARS = 36
+_FILE_SUFFIXES = (".gguf", ".ggml", ".bin", ".safetensors")
+_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
+_SEPARATORS = re.compile(r"[\\/]+")
+# finish_reason in plain words; a normal end ("stop") says nothing
+_FINISH_WORDS = {"stop": "", "length": "max tokens reached", "cancelled": "stopped", "error": ""}
 
 
 def _num(value: Any, digits: int = 0) -> str:
-    if value is None:
-        return "?"
     if digits == 0:
         return f"{round(float(value)):,}"
     return f"{float(value):,.{digits}f}"
+
+
+def _is_path(name: str) -> bool:
+    return (
+        name.startswith(("/", "~", "./", "../", "\\"))
+        or bool(_DRIVE.match(name))
+        or "\\" in name
+        or name.lower().endswith(_FILE_SUFFIXES)
+    )
+
+
+def elide_middle(text: str, limit: int = MODEL_NAME_CHARS) -> str:
+    """``text`` at most ``limit`` characters: its start, "…", and its (longer) end, where the
+    name of a model usually says most ("accounts/fi…llama-v3p1-405b-instruct")."""
+    if len(text) <= limit or limit < 3:
+        return text
+    keep = limit - 1
+    head = keep // 3
+    return f"{text[:head]}…{text[len(text) - (keep - head) :]}"
+
+
+def short_model_name(model: str | None, limit: int = MODEL_NAME_CHARS) -> str:
+    """A model name as a person recognises it: a file path (a llama.cpp server reports the
+    GGUF path it loaded) becomes its file name; a long id is elided in the middle. "" for
+    none. Show the full ``model`` in a tooltip wherever this one is shown."""
+    name = (model or "").strip()
+    if not name:
+        return ""
+    if _is_path(name):
+        name = _SEPARATORS.split(name.rstrip("\\/"))[-1] or name
+    return elide_middle(name, limit)
 
 
 UNKNOWN_COST = "—"
@@ -37,38 +77,77 @@ def row_cost_text(row: dict[str, Any]) -> str:
     return cost_text(row.get("cost_usd"), row.get("price_source"))
 
 
-def stats_line(
-    row: dict[str, Any] | None, agent: str | None = None, model: str | None = None
-) -> str:
-    """ "Agent · model · TTFT 85 ms · 112 tok/s · 32 (0 cached) → 57 tokens · $0.0004 · stop".
-
-    ``agent``/``model`` lead the line when given (the per-message footer).
-    """
-    parts: list[str] = [p for p in (agent, model) if p]
-    if not row:
+def finish_words(reason: str | None) -> str:
+    """How a reply ended, in words: "" for a normal end, "stopped", "max tokens reached"."""
+    if not reason:
         return ""
-    model = model or row.get("model_reported") or row.get("model_requested")
-    if model and model not in parts and agent:
-        parts.append(str(model))
+    return _FINISH_WORDS.get(reason, reason.replace("_", " "))
+
+
+def tokens_text(row: dict[str, Any], counted_note: bool = False) -> str:
+    """ "32 (4 cached) → 57 tokens"; only what is known: "57 tokens" (no prompt count),
+    "32 tokens in" (no output count); "" for neither. ``counted_note`` adds "(counted)" when
+    we counted the streamed tokens ourselves."""
+    prompt, output = row.get("prompt_tokens"), row.get("output_tokens")
+    if prompt is None and output is None:
+        return ""
+    cached = row.get("cached_tokens")
+    left = _num(prompt) if prompt is not None else ""
+    if left and cached:
+        left += f" ({_num(cached)} cached)"
+    if output is None:
+        text = f"{left} tokens in"
+    elif not left:
+        text = f"{_num(output)} tokens"
+    else:
+        text = f"{left} → {_num(output)} tokens"
+    if counted_note and row.get("token_source") == "counted":
+        text += " (counted)"
+    return text
+
+
+def _figures(row: dict[str, Any], counted_note: bool = False) -> list[str]:
+    parts: list[str] = []
     if row.get("ttft_ms") is not None:
         parts.append(f"TTFT {_num(row['ttft_ms'])} ms")
     if row.get("decode_tok_s") is not None:
         parts.append(f"{_num(row['decode_tok_s'])} tok/s")
-    prompt, output = row.get("prompt_tokens"), row.get("output_tokens")
-    if prompt is not None or output is not None:
-        cached = row.get("cached_tokens")
-        left = _num(prompt)
-        if cached:
-            left += f" ({_num(cached)} cached)"
-        tokens = f"{left} → {_num(output)} tokens"
-        if row.get("token_source") == "counted":
-            tokens += " (counted)"
+    tokens = tokens_text(row, counted_note)
+    if tokens:
         parts.append(tokens)
-    if row.get("cost_usd") is not None or prompt is not None or output is not None:
+    if tokens or row.get("cost_usd") is not None:
         parts.append(row_cost_text(row))
-    if row.get("finish_reason"):
-        parts.append(str(row["finish_reason"]))
-    return " · ".join(parts)
+    finish = finish_words(row.get("finish_reason"))
+    if finish:
+        parts.append(finish)
+    return parts
+
+
+def _model_of(row: dict[str, Any], model: str | None) -> str | None:
+    return model or row.get("model_reported") or row.get("model_requested")
+
+
+def stats_line(
+    row: dict[str, Any] | None, agent: str | None = None, model: str | None = None
+) -> str:
+    """ "Agent · model · TTFT 85 ms · 112 tok/s · 32 (4 cached) → 57 tokens · $0.0004".
+
+    ``agent`` and the short model name (``short_model_name``: the given one, else the row's)
+    lead the line when ``agent`` is given (the per-message footer); a stopped reply ends
+    with "stopped", one cut at max tokens with "max tokens reached". Only what is known is
+    shown (no "?"); "" for no row.
+    """
+    if not row:
+        return ""
+    parts: list[str] = []
+    if agent:
+        parts.append(agent)
+        name = short_model_name(_model_of(row, model))
+        if name:
+            parts.append(name)
+    elif model:
+        parts.append(short_model_name(model))
+    return " · ".join(parts + _figures(row))
 
 
 def stats_details(row: dict[str, Any] | None) -> str:
@@ -77,3 +156,18 @@ def stats_details(row: dict[str, Any] | None) -> str:
         return ""
     lines = [f"{key}: {value}" for key, value in row.items() if value is not None and key != "id"]
     return "\n".join(lines)
+
+
+def stats_tooltip_text(
+    row: dict[str, Any] | None, agent: str | None = None, model: str | None = None
+) -> str:
+    """The footer's tooltip: who answered with the full model name, the whole line (nothing
+    elided, counted tokens marked), then every field of the record."""
+    if not row:
+        return ""
+    who = " · ".join(p for p in (agent, _model_of(row, model)) if p)
+    head = [who] if who else []
+    figures = " · ".join(_figures(row, counted_note=True))
+    if figures:
+        head.append(figures)
+    return "\n".join([*head, "", stats_details(row)]) if head else stats_details(row)

@@ -471,7 +471,8 @@ class MessageBubble(QFrame):
         line = ""
         if assistant and message.status not in ("streaming", "error"):
             line = format_stats(stats, message.agent_name, message.model)
-        self.footer.set_stats(line, stats_tooltip(stats), None if streaming else stats)
+        tip = stats_tooltip(stats, message.agent_name, message.model)
+        self.footer.set_stats(line, tip, None if streaming else stats)
         self._show_footer()
         self._fit_width()
 

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.store.conversations import Versions
+from desktop.ui.elided_label import ElidedLabel
 from desktop.ui.markdown import code_html
 from desktop.ui.stream_text import StreamText
 
@@ -272,9 +273,8 @@ class StatsFooter(QWidget):
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(4)
-        self.line = QLabel()
+        self.line = ElidedLabel()  # one line at any width: the rest is in tooltip and timeline
         self.line.setObjectName("StatsFooter")
-        self.line.setWordWrap(True)
         self.line.installEventFilter(self)
         layout.addWidget(self.line, 1)
         self.timeline_button = tool_button(
@@ -293,6 +293,7 @@ class StatsFooter(QWidget):
         """The line and tooltip; the button shows when the row holds any time at all."""
         self.line.setText(line)
         self.setToolTip(tooltip)
+        self.line.setToolTip(tooltip)
         changed = stats is not None and stats != self.stats
         self.stats = stats
         timed = stats is not None and any(

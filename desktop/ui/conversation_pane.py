@@ -34,6 +34,7 @@ from desktop.chat.session import Turn
 from desktop.store.agents import Agent
 from desktop.store.conversations import Message, Versions
 from desktop.ui.async_door import run_blocking, start
+from desktop.ui.elided_label import ElidedLabel
 from desktop.ui.presenter import ConversationPresenter, final_message
 from desktop.ui.resources import agent_badge
 from desktop.ui.transcript import Transcript
@@ -109,7 +110,7 @@ class ConversationPane(QWidget):
         titles.setSpacing(0)
         self.header_title = QLabel()
         self.header_title.setObjectName("HeaderTitle")
-        self.header_subtitle = QLabel()
+        self.header_subtitle = ElidedLabel()
         self.header_subtitle.setObjectName("HeaderSubtitle")
         # a long model name or state never widens the pane (the splitter stays where put)
         self.header_subtitle.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
@@ -187,8 +188,9 @@ class ConversationPane(QWidget):
         if agent is not None:
             note = agent_status.model_note(self.services.local, agent)
             text = agent_status.subtitle(self.services.local, agent)
+            whole = agent_status.subtitle(self.services.local, agent, full=True)
             self.header_subtitle.setText(f"{text} · {note}" if note else text)
-            self.header_subtitle.setToolTip(note or "")
+            self.header_subtitle.setToolTip(f"{whole}\n{note}" if note else whole)
         self.presenter.show_idle_status()
 
     def _show_agent(self, agent: Agent | None) -> None:
@@ -196,6 +198,7 @@ class ConversationPane(QWidget):
         if agent is None:
             self.header_title.setText("No agent")
             self.header_subtitle.setText("Create an agent, or choose one with Switch agent")
+            self.header_subtitle.setToolTip("")
             self.header_badge.clear()
             self.composer.setPlaceholderText("Choose an agent first…")
             self.transcript.set_agent_name(None)

@@ -446,5 +446,5 @@ def summary(turn: Turn) -> str:
         return f"{turn.agent.name} · failed: {message}"
     notice = f" · {turn.notice}" if turn.notice else ""
     if turn.status == "cancelled":
-        return f"{turn.agent.name} · stopped" + (f" · {stats}" if stats else "") + notice
+        return f"{turn.agent.name} · {stats or 'stopped'}" + notice  # the stats end "stopped"
     return (stats or f"{turn.agent.name} · done") + notice

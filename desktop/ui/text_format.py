@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from desktop.chat.format import stats_details, stats_line
+from desktop.chat.format import stats_line, stats_tooltip_text
 
 DISPLAY_LIMIT = 20_000
 
@@ -20,13 +20,16 @@ def truncate_for_display(text: str, limit: int = DISPLAY_LIMIT) -> str:
 def format_stats(
     row: dict[str, Any] | None, agent: str | None = None, model: str | None = None
 ) -> str:
-    """ "TTFT 85 ms · 112 tok/s · 32 → 57 tokens · stop" from an inference_stats row."""
+    """ "Agent · model · TTFT 85 ms · 112 tok/s · 32 → 57 tokens" from an inference_stats row
+    (the model by its short name, see ``desktop.chat.format.short_model_name``)."""
     return stats_line(row, agent, model)
 
 
-def stats_tooltip(row: dict[str, Any] | None) -> str:
-    """Every non-empty field of the stats record, one per line."""
-    return stats_details(row)
+def stats_tooltip(
+    row: dict[str, Any] | None, agent: str | None = None, model: str | None = None
+) -> str:
+    """The whole line with the full model name, then every non-empty field of the record."""
+    return stats_tooltip_text(row, agent, model)
 
 
 def relative_time(iso: str | None, now: datetime | None = None) -> str:

@@ -175,7 +175,7 @@ def test_a_local_agent_costs_nothing_and_says_local(services: Any) -> None:
     # no dataset needed: known at once, even before the price book is warm
     assert not services.chat.prices.ready
     assert services.chat.prices.price_if_ready(row, starter) == LOCAL
-    assert stats_line({**row, **LOCAL.fields()}).endswith("12 tokens · local · stop")
+    assert stats_line({**row, **LOCAL.fields()}).endswith("30 → 12 tokens · local")
 
 
 # the rules, without a turn --------------------------------------------------------------------

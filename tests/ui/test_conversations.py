@@ -90,7 +90,7 @@ def test_a_reply_cut_off_by_max_tokens_can_be_continued_in_place(
     _send(qtbot, window, "Write a long story about a cat.")
     reply = window.pane.transcript.bubbles()[-1]
     before = services.conversations.message(reply.message_id).content
-    assert "length" in reply.footer.text()
+    assert "max tokens reached" in reply.footer.text()
     continue_button = reply.action_buttons["continue"]
     assert not continue_button.isHidden()
     qtbot.mouseClick(continue_button, Qt.MouseButton.LeftButton)
@@ -291,7 +291,7 @@ def test_reasoning_is_shown_folded_and_footer_follows_the_setting(
     assert not bubble.thinking.isHidden()
     assert "Two plus two" in bubble.thinking.toPlainText()
     line = bubble.footer.text()
-    for part in ("X", "m", "TTFT 80 ms", "50 tok/s", "10 (4 cached) → 2 tokens", "$0.0001", "stop"):
+    for part in ("X", "m", "TTFT 80 ms", "50 tok/s", "10 (4 cached) → 2 tokens", "$0.0001"):
         assert part in line
     assert "ttft_ms: 80.0" in bubble.footer.toolTip()
     window.pane.transcript.set_footer_mode("never")
