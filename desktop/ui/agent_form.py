@@ -6,12 +6,15 @@ from __future__ import annotations
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
+    QAbstractSpinBox,
     QBoxLayout,
+    QComboBox,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QPlainTextEdit,
     QVBoxLayout,
     QWidget,
 )
@@ -92,8 +95,11 @@ class FieldForm:
         form = form_of(group)
         form.addRow(label, box)
         label_widget = form.labelForField(box)
+        field_widget = _named_field(widget, label)
         if label_widget is not None:
             label_widget.setMinimumWidth(LABEL_WIDTH_PX)  # one column across the groups
+            if isinstance(label_widget, QLabel) and field_widget is not None:
+                label_widget.setBuddy(field_widget)
         self.errors[field] = error
         self.rows[field] = (form, box)
 
@@ -119,6 +125,26 @@ class FieldForm:
             if first is not None:
                 self.rows[first][1].setFocus()
         return [m for f, m in errors.items() if f not in self.errors]
+
+
+_FIELD_TYPES = (QLineEdit, QComboBox, QPlainTextEdit, QAbstractSpinBox)
+
+
+def _named_field(widget: QWidget, label: str) -> QWidget | None:
+    """The row's input (``widget`` itself, or the first one in it), named after the row's
+    label for screen readers (the label sits beside the row's host, not the input)."""
+    inside = [widget, *widget.findChildren(QWidget)]
+    field = next(
+        (
+            f
+            for f in inside
+            if isinstance(f, _FIELD_TYPES) and not isinstance(f.parentWidget(), QComboBox)
+        ),
+        None,
+    )
+    if field is not None and label and not field.accessibleName():
+        field.setAccessibleName(label)
+    return field
 
 
 def form_of(group: QGroupBox) -> QFormLayout:

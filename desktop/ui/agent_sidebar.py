@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtCore import QEvent, QPoint, Qt, Signal
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import (
     QLabel,
@@ -118,13 +118,23 @@ class AgentSidebar(QWidget):
         self.agent_list.blockSignals(False)
         self.refresh_states()
         self.highlight(self.by_id(keep))
-        self.agent_list.setFixedHeight(self._list_height())
+        self._fit_list()
         return self.agents
 
-    def _list_height(self) -> int:
-        rows = max(1, min(5, self.agent_list.count()))
-        row_h = self.agent_list.sizeHintForRow(0) if self.agent_list.count() else 46
-        return rows * row_h + 4
+    def _fit_list(self) -> None:
+        """Up to five rows tall, at least one: a short window scrolls the list (and the
+        splitter below it lets the person give it more room); the buttons under it never
+        cover a row."""
+        count = self.agent_list.count()
+        row_h = self.agent_list.sizeHintForRow(0) if count else 46
+        frame = 2 * self.agent_list.frameWidth() + 4
+        self.agent_list.setMinimumHeight(row_h + frame)
+        self.agent_list.setMaximumHeight(max(1, min(5, count)) * row_h + frame)
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self._fit_list()  # a new text size: new row heights
 
     def refresh_states(self) -> None:
         """Each agent's subtitle: kind, model and (local) model state."""

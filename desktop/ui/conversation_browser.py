@@ -81,6 +81,7 @@ class ConversationBrowser(QWidget):
         self._search_timer.timeout.connect(self.run_search)
         self.search_box = QLineEdit()
         self.search_box.setObjectName("SearchBox")
+        self.search_box.setAccessibleName("Search conversations")
         self.search_box.setPlaceholderText("Search all conversations")
         self.search_box.setClearButtonEnabled(True)
         self.search_box.addAction(

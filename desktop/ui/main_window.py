@@ -39,13 +39,16 @@ from desktop.ui.agent_sidebar import AgentSidebar
 from desktop.ui.conversation_browser import ConversationBrowser
 from desktop.ui.conversation_pane import ConversationPane
 from desktop.ui.dashboard import StatsPage
+from desktop.ui.elided_label import ElidedLabel
+from desktop.ui.keyring_notice import keyring_notice
 from desktop.ui.menus import build_menus
 from desktop.ui.models_page import ModelsPage
 from desktop.ui.pane_stack import PaneStack
 from desktop.ui.resources import app_icon
 from desktop.ui.settings_dialog import SettingsDialog, footer_mode
 from desktop.ui.shortcuts import ShortcutsSheet
-from desktop.ui.widgets import InfoBar, hbox, vbox
+from desktop.ui.store_watch import watch_store
+from desktop.ui.widgets import hbox, vbox
 
 log = logging.getLogger("simi.ui")
 
@@ -98,7 +101,7 @@ class MainWindow(QMainWindow):
             ask_text=lambda *args: self.ask_text(*args),
             is_streaming=lambda conv_id: self.pane_stack.is_streaming(conv_id),
         )
-        self.status_label = QLabel()
+        self.status_label = ElidedLabel()  # a long error never widens the window
         self.status_label.setObjectName("StatusLine")
         self.statusBar().addWidget(self.status_label, 1)
         self.statusBar().setSizeGripEnabled(False)
@@ -139,6 +142,7 @@ class MainWindow(QMainWindow):
         self._restore_state()
         self.reload_agents()
         self.new_chat()
+        self.store_watch = watch_store(self)  # what the CLI or another window changes shows
 
     # pages -----------------------------------------------------------------------------------
     def add_page(self, name: str, widget: QWidget, label: str | None = None) -> None:
@@ -218,9 +222,8 @@ class MainWindow(QMainWindow):
     def _build_chat_page(self) -> QWidget:
         page = QWidget()
         layout = vbox(page)
-        self.info_bar: InfoBar | None = None
-        if not self.services.secrets.available:
-            self.info_bar = InfoBar(self.services.secrets.unavailable_message())
+        self.info_bar = keyring_notice(self.services.secrets, self.services.prefs)
+        if self.info_bar is not None:
             layout.addWidget(self.info_bar)
         self.pane_stack = PaneStack(self._make_pane)
         self.pane_stack.shown_status.connect(self.status_label.setText)

@@ -168,13 +168,16 @@ def stylesheet(c: Colors, text_scale: float = 1.0) -> str:
 def _stylesheet(c: Colors) -> str:
     tone = "dark" if c.dark else "light"
     down, up = _icon_url(f"chevron-down-{tone}.svg"), _icon_url(f"chevron-up-{tone}.svg")
+    check = _icon_url("check-white.svg")
     return f"""
 QMainWindow, QDialog {{ background: {c.window}; }}
 QToolTip {{ background: {c.raised}; color: {c.text}; border: 1px solid {c.border};
            padding: 6px 8px; border-radius: 6px; }}
 
 #Sidebar {{ background: {c.sidebar}; }}
-#Sidebar QListView {{ background: transparent; border: none; outline: 0; }}
+#Sidebar QListView {{ background: transparent; border: 1px solid transparent;
+              border-radius: 8px; outline: 0; }}
+#Sidebar QListView:focus {{ border-color: {c.accent}; }}
 #AppTitle {{ font-size: 15px; font-weight: 700; color: {c.text}; }}
 #SectionLabel {{ color: {c.muted}; font-size: 11px; font-weight: 700; letter-spacing: 1px; }}
 QSplitter::handle {{ background: {c.border}; }}
@@ -193,7 +196,7 @@ QPushButton#SendButton:disabled {{ background: {c.border}; border-color: {c.bord
               color: {c.muted}; }}
 QPushButton#SendButton[streaming="true"] {{ background: {c.raised}; color: {c.error_text};
               border: 1px solid {c.error_border}; }}
-QToolButton#SidebarTool {{ background: transparent; color: {c.muted}; border: none;
+QToolButton#SidebarTool {{ background: transparent; color: {c.muted}; border: 1px solid transparent;
               border-radius: 6px; padding: 3px 6px; }}
 QToolButton#SidebarTool:hover {{ background: {c.selection}; color: {c.text}; }}
 QToolButton#SidebarTool:disabled {{ color: {c.border}; }}
@@ -233,7 +236,11 @@ QFrame#Composer[focused="true"] {{ border-color: {c.accent}; }}
 
 QFrame#InfoBar {{ background: {c.warn_bg}; border-bottom: 1px solid {c.warn_border}; }}
 #InfoText {{ color: {c.warn_text}; background: transparent; }}
-QToolButton#InfoClose {{ border: none; color: {c.warn_text}; padding: 2px 6px; }}
+QToolButton#InfoClose {{ border: 1px solid transparent; color: {c.warn_text}; padding: 2px 6px;
+              border-radius: 6px; }}
+QToolButton#InfoAction {{ color: {c.warn_text}; background: transparent; font-weight: 600;
+              border: 1px solid {c.warn_border}; border-radius: 6px; padding: 2px 8px; }}
+QToolButton#InfoAction:hover, QToolButton#InfoClose:hover {{ background: {c.warn_border}; }}
 
 QStatusBar {{ background: {c.window}; color: {c.muted}; border-top: 1px solid {c.border}; }}
 QStatusBar QLabel {{ color: {c.muted}; padding: 0 8px; }}
@@ -255,7 +262,16 @@ QSpinBox::down-arrow {{ image: {down}; width: 10px; height: 10px; }}
 QSpinBox::up-button:hover, QSpinBox::down-button:hover {{ background: {c.selection}; }}
 QComboBox QAbstractItemView {{ background: {c.raised}; color: {c.text};
               selection-background-color: {c.selection}; selection-color: {c.text}; }}
-QLineEdit:focus, QPlainTextEdit:focus, QComboBox:focus {{ border-color: {c.accent}; }}
+QLineEdit:focus, QPlainTextEdit:focus, QComboBox:focus, QSpinBox:focus {{
+              border-color: {c.accent}; }}
+QCheckBox {{ spacing: 8px; }}
+QCheckBox::indicator {{ width: 14px; height: 14px; border: 1px solid {c.muted};
+              border-radius: 4px; background: {c.surface}; }}
+QCheckBox::indicator:hover, QCheckBox::indicator:focus {{ border-color: {c.accent}; }}
+QCheckBox::indicator:checked {{ background: {c.accent}; border-color: {c.accent};
+              image: {check}; }}
+QCheckBox:focus {{ color: {c.accent}; }}
+QCheckBox:disabled {{ color: {c.muted}; }}
 QLineEdit[invalid="true"], QPlainTextEdit[invalid="true"] {{ border-color: {c.error_text}; }}
 QPlainTextEdit#ComposerEdit {{ background: transparent; border: none; color: {c.text};
                                padding: 0;
@@ -272,16 +288,16 @@ QScrollBar::handle:vertical:hover {{ background: {c.muted}; }}
 QScrollBar::add-line:vertical, QScrollBar::sub-line:vertical {{ height: 0; }}
 QScrollBar::add-page:vertical, QScrollBar::sub-page:vertical {{ background: transparent; }}
 QFrame#Bubble[found="true"] {{ border: 2px solid {c.accent}; }}
-QToolButton#BubbleAction {{ color: {c.muted}; border: none; border-radius: 5px;
+QToolButton#BubbleAction {{ color: {c.muted}; border: 1px solid transparent; border-radius: 5px;
               padding: 1px 6px; font-size: 11px; background: transparent; }}
 QToolButton#BubbleAction:hover {{ background: {c.selection}; color: {c.text}; }}
 QToolButton#BubbleAction:disabled {{ color: {c.border}; }}
-QToolButton#VersionButton {{ color: {c.muted}; border: none; border-radius: 4px;
+QToolButton#VersionButton {{ color: {c.muted}; border: 1px solid transparent; border-radius: 4px;
               padding: 0 5px; font-size: 14px; font-weight: 700; background: transparent; }}
 QToolButton#VersionButton:hover {{ background: {c.selection}; color: {c.text}; }}
 QToolButton#VersionButton:disabled {{ color: {c.border}; }}
 #VersionLabel {{ color: {c.muted}; font-size: 11px; }}
-QToolButton#ThinkingToggle {{ color: {c.muted}; border: none; font-size: 12px;
+QToolButton#ThinkingToggle {{ color: {c.muted}; border: 1px solid transparent; font-size: 12px;
               font-style: italic; padding: 0; background: transparent; }}
 QFrame#ThinkingBox {{ background: transparent; border: none;
               border-left: 2px solid {c.border}; }}
@@ -291,17 +307,19 @@ QFrame#CodeBlock {{ background: {c.code_bg}; border: 1px solid {c.border};
 QFrame#CodeHeader {{ background: transparent; border: none;
               border-bottom: 1px solid {c.border}; }}
 #CodeLanguage {{ color: {c.muted}; font-size: 11px; }}
-QToolButton#CodeCopy {{ color: {c.muted}; border: none; border-radius: 4px; font-size: 11px;
-              padding: 1px 8px; background: transparent; }}
+QToolButton#CodeCopy {{ color: {c.muted}; border: 1px solid transparent; border-radius: 4px;
+              font-size: 11px; padding: 1px 8px; background: transparent; }}
 QToolButton#CodeCopy:hover {{ background: {c.selection}; color: {c.text}; }}
 #CodeText {{ color: {c.text}; background: transparent;
              font-family: "DejaVu Sans Mono", "Menlo", "Consolas", monospace; }}
 QPushButton#LoadMore {{ color: {c.muted}; border: 1px dashed {c.border}; padding: 4px 14px; }}
 QLineEdit#SearchBox {{ background: {c.surface}; border-radius: 8px; padding: 5px 6px; }}
-QComboBox#AgentFilter {{ background: transparent; border: none; color: {c.muted};
-              font-size: 11px; padding: 0 4px; }}
+QComboBox#AgentFilter {{ background: transparent; border: 1px solid transparent;
+              color: {c.muted}; font-size: 11px; padding: 0 22px 0 4px; }}
+QComboBox#AgentFilter:hover {{ border-color: {c.border}; }}
+QComboBox#AgentFilter:focus {{ border-color: {c.accent}; }}
 QFrame#UndoBar, QFrame#EditBanner {{ border: 1px solid {c.warn_border}; border-radius: 8px; }}
-QToolButton#PageButton {{ background: transparent; color: {c.muted}; border: none;
+QToolButton#PageButton {{ background: transparent; color: {c.muted}; border: 1px solid transparent;
               border-radius: 6px; padding: 4px 10px; }}
 QToolButton#PageButton:checked {{ background: {c.selection}; color: {c.text}; }}
 QMenuBar {{ background: {c.window}; color: {c.text}; }}
@@ -314,6 +332,18 @@ QMenu {{ background: {c.raised}; color: {c.text}; border: 1px solid {c.border};
          padding: 4px; border-radius: 6px; }}
 QMenu::item {{ padding: 5px 16px; border-radius: 4px; }}
 QMenu::item:selected {{ background: {c.selection}; }}
+QTableWidget:focus, QTableView:focus, QListView:focus, QTextBrowser:focus {{
+              border: 1px solid {c.accent}; }}
+
+QPushButton:focus {{ border-color: {c.accent}; border-width: 2px; padding: 5px 11px; }}
+QPushButton#PrimaryButton:focus, QPushButton#SendButton:focus {{
+              border: 2px solid {c.text}; padding: 5px 11px; }}
+QPushButton#RetryButton:focus {{ padding: 2px 9px; }}
+QPushButton#LoadMore:focus {{ border-style: solid; padding: 3px 13px; }}
+QToolButton:focus, QToolButton#SidebarTool:focus, QToolButton#SwitchAgentButton:focus,
+QToolButton#InfoClose:focus, QToolButton#InfoAction:focus, QToolButton#BubbleAction:focus,
+QToolButton#VersionButton:focus, QToolButton#ThinkingToggle:focus,
+QToolButton#CodeCopy:focus, QToolButton#PageButton:focus {{ border: 1px solid {c.accent}; }}
 """
 
 

@@ -69,6 +69,7 @@ class ComposerEdit(QPlainTextEdit):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("ComposerEdit")
+        self.setAccessibleName("Message")
         self.setTabChangesFocus(True)
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         self.document().setDocumentMargin(7)  # ~ centres one line on the Send button
@@ -235,6 +236,7 @@ class InfoBar(QFrame):
         close.setObjectName("InfoClose")
         close.setText("✕")
         close.setToolTip("Dismiss")
+        close.setAccessibleName("Dismiss")
         close.setAutoRaise(True)
         close.clicked.connect(self._dismiss)
         layout.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
