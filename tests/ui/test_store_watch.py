@@ -176,3 +176,23 @@ def test_the_agent_list_keeps_its_scroll_and_highlight_when_an_agent_arrives(
     qtbot.waitUntil(lambda: "Zed" in _agent_names(window), timeout=SHOWS_WITHIN_MS)
     assert window.agents.highlighted is not None and window.agents.highlighted.id == starter.id
     assert bar.value() == scrolled
+
+
+def test_an_open_agent_editor_is_left_alone_and_the_list_follows_when_it_closes(
+    qtbot: Any, services: Any, make_window: Any, other_door: Services
+) -> None:
+    window = make_window(services)
+    editor = window.agents.editor(None)
+    editor.setModal(True)
+    editor.show()
+    qtbot.waitExposed(editor)
+    editor.name.setText("Half typed")
+    other_door.agents.create(
+        Agent(name="Zed", kind="openai-compatible", base_url="http://127.0.0.1:9/v1", model="m")
+    )
+    qtbot.wait(1_500)  # three polls while the editor is open
+    assert "Zed" not in _agent_names(window) and editor.isVisible()
+    assert editor.name.text() == "Half typed"
+    editor.reject()
+    qtbot.waitUntil(lambda: "Zed" in _agent_names(window), timeout=SHOWS_WITHIN_MS)
+    editor.deleteLater()
