@@ -12,8 +12,17 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtWidgets import QComboBox, QGroupBox, QLineEdit, QPushButton, QSizePolicy
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtGui import QMouseEvent
+from PySide6.QtWidgets import (
+    QComboBox,
+    QGroupBox,
+    QLineEdit,
+    QPushButton,
+    QSizePolicy,
+    QStyle,
+    QStyleOptionComboBox,
+)
 
 from desktop.chat.agent_rules import host_of
 from desktop.chat.agents import AgentService
@@ -82,6 +91,23 @@ class EndpointProbe(QObject):
         self.test_result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.test_result.hide()
         endpoint.changed.connect(self.invalidate)
+        model.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """A click on the empty model list's arrow fetches the list (and then opens it):
+        the person asked to see the models; an arrow that does nothing looks broken."""
+        if (
+            watched is self._model
+            and event.type() == QEvent.Type.MouseButtonPress
+            and isinstance(event, QMouseEvent)
+            and self._model.count() == 0
+            and self.fetch_button.isVisibleTo(self._model.window())
+            and self.fetch_button.isEnabled()
+            and _on_arrow(self._model, event)
+        ):
+            self.fetch_models()
+            return True
+        return False
 
     def add_rows(self, basics: QGroupBox) -> None:
         """The model box with "Fetch models", then the "Test connection" row."""
@@ -168,6 +194,9 @@ class EndpointProbe(QObject):
         finally:
             self.fetch_button.setEnabled(True)
             self.fetch_button.setText("Fetch models")
+        if result and self._model.isVisible():
+            self._model.setFocus()
+            self._model.showPopup()  # the list the message points to, open to pick from
         self.models_fetched.emit(result)
         return result
 
@@ -227,6 +256,15 @@ class EndpointProbe(QObject):
         for task in (self._fetch_task, self._test_task):
             if task is not None and not task.done():
                 task.cancel()
+
+
+def _on_arrow(combo: QComboBox, event: QMouseEvent) -> bool:
+    option = QStyleOptionComboBox()
+    combo.initStyleOption(option)
+    hit = combo.style().hitTestComplexControl(
+        QStyle.ComplexControl.CC_ComboBox, option, event.position().toPoint(), combo
+    )
+    return hit == QStyle.SubControl.SC_ComboBoxArrow
 
 
 def describe(report: ConnectionReport) -> str:
