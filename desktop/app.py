@@ -98,7 +98,8 @@ def run_app(argv: list[str] | None = None) -> int:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    from desktop.ui import theme
+    from desktop.settings.prefs import Preferences
+    from desktop.ui import appearance
     from desktop.ui.crash import CrashReporter
     from desktop.ui.loop import GuiThreadGarbageCollector, drain, new_loop
     from desktop.ui.main_window import MainWindow
@@ -113,9 +114,10 @@ def run_app(argv: list[str] | None = None) -> int:
     # Quit when our window's close has been handled, not when Qt sees no window left:
     # ending on aboutToQuit would stop the loop before awaited futures finish.
     app.setQuitOnLastWindowClosed(False)
-    theme.install(app)
+    paths = AppPaths.from_env()
+    appearance.apply_saved(app, Preferences(paths.settings_path))  # theme and text size
 
-    services = open_services(AppPaths.from_env(), ask_store_problem)
+    services = open_services(paths, ask_store_problem)
     if services is None:
         return 1
 

@@ -1,21 +1,32 @@
-"""Settings: when to show the per-message stats footer, when to unload an idle local model,
-and which prices costs are counted at ("Update prices": the one network call this dialog
-makes, and only when pressed)."""
+"""Settings, in the groups people look for: Appearance (theme, text size: applied as they are
+picked, undone by Cancel), Conversations (the per-message statistics line), Local models
+(unloading an idle model; the context and reply length new local agents get), Prices (which
+prices costs are counted at; "Update prices" is the one network call this dialog makes, and
+only when pressed), Data (where everything is kept, with "Open folder") and Privacy (what the
+app sends, and when). It scrolls when the screen is too small for it."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
+from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QSize, Qt, QUrl, Signal
+from PySide6.QtGui import QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import (
+    QApplication,
     QComboBox,
     QDialog,
     QDialogButtonBox,
     QFormLayout,
+    QFrame,
+    QGroupBox,
+    QHBoxLayout,
     QLabel,
     QPushButton,
+    QScrollArea,
+    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
@@ -23,10 +34,23 @@ from PySide6.QtWidgets import (
 from desktop.chat.price_book import PriceBook, PricesInfo
 from desktop.chat.services import PREF_IDLE_UNLOAD_MIN, idle_unload_seconds
 from desktop.errors import UserError
+from desktop.local.context_size import CONTEXT_STEPS, RAM_SHARE
 from desktop.settings.paths import AppPaths
-from desktop.settings.prefs import Preferences
-from desktop.ui.agent_form import WrapLabel, column, row, say
+from desktop.settings.prefs import (
+    PREF_NEW_LOCAL_MAX_TOKENS,
+    PREF_NEW_LOCAL_N_CTX,
+    PREF_TEXT_SIZE,
+    PREF_THEME,
+    Preferences,
+    new_local_max_tokens,
+    new_local_n_ctx,
+    text_size_choice,
+    theme_choice,
+)
+from desktop.ui import appearance
+from desktop.ui.agent_form import row, say
 from desktop.ui.async_door import run_blocking, start
+from desktop.ui.elided_label import ElidedLabel
 
 PREF_FOOTER = "ui.stats_footer"
 FOOTER_CHOICES = (
@@ -34,19 +58,110 @@ FOOTER_CHOICES = (
     ("hover", "When the pointer is on the message"),
     ("never", "Never"),
 )
-
-
 IDLE_CHOICES = (
     (0, "Never"),
     (5, "After 5 minutes idle"),
     (15, "After 15 minutes idle"),
     (60, "After 1 hour idle"),
 )
+N_CTX_CHOICES = (0, 2048, 4096, 8192, 16384, 32768)  # 0: automatic
+MAX_TOKENS_CHOICES = (256, 512, 1024, 2048, 4096)
+_steps = ", ".join(f"{n:,}" for n in CONTEXT_STEPS[:-1]) + f" or {CONTEXT_STEPS[-1]:,}"
+AUTOMATIC_NOTE = (
+    f"Automatic: the largest of {_steps} tokens that the model was trained for and that fits "
+    f"in {'half' if RAM_SHARE == 0.5 else f'{RAM_SHARE:.0%}'} of the free memory. Agents you "
+    "already have keep their own settings."
+)
+PRIVACY_TEXT = (
+    "SIMI Multi sends nothing anywhere on its own: there is no telemetry. It connects only to "
+    "the services you set up in your agents (when you chat, fetch their models or test a "
+    "connection), and to GitHub when you press Update prices."
+)
+DATA_NOTE = (
+    "The data folder holds your conversations, agents and statistics. API keys are kept in "
+    "your system's keyring, never in these files."
+)
+PATH_HINT_PX = 240  # the width a path asks for; it gets what the row has
+MARGIN = 24  # room kept around the dialog on a small screen or over a small window
 
 
 def footer_mode(prefs: Preferences) -> str:
     value = prefs.get(PREF_FOOTER, "always")
     return value if value in {k for k, _ in FOOTER_CHOICES} else "always"
+
+
+def _tokens(n: int) -> str:
+    return f"{n:,} tokens"
+
+
+def choice_box(
+    name: str, choices: Sequence[tuple[Any, str]], current: Any, extra: str | None = None
+) -> QComboBox:
+    """A drop-down of (value, words); ``current`` selected, added with ``extra`` words when it
+    is not one of the choices (a value set elsewhere is shown, not lost)."""
+    box = QComboBox()
+    box.setAccessibleName(name)
+    for value, text in choices:
+        box.addItem(text, value)
+    if box.findData(current) < 0 and extra is not None:
+        box.addItem(extra, current)
+    box.setCurrentIndex(max(0, box.findData(current)))
+    return box
+
+
+def note(text: str, object_name: str = "DialogNote") -> QLabel:
+    """A paragraph that wraps to the width it gets."""
+    label = QLabel(text)
+    label.setObjectName(object_name)
+    label.setWordWrap(True)
+    return label
+
+
+def _same_widths(groups: Sequence[QGroupBox]) -> None:
+    """Every group's labels as wide as the widest, and its drop-downs too: the fields line up
+    from one group to the next."""
+    forms = [g.layout() for g in groups]
+    labels = [
+        f.itemAt(i, QFormLayout.ItemRole.LabelRole).widget()
+        for f in forms
+        if isinstance(f, QFormLayout)
+        for i in range(f.rowCount())
+        if f.itemAt(i, QFormLayout.ItemRole.LabelRole) is not None
+    ]
+    if labels:
+        width = max(label.sizeHint().width() for label in labels if label is not None)
+        for label in labels:
+            if label is not None:
+                label.setMinimumWidth(width)
+    boxes = [box for g in groups for box in g.findChildren(QComboBox)]
+    if boxes:
+        width = max(box.sizeHint().width() for box in boxes)
+        for box in boxes:
+            box.setMinimumWidth(width)
+
+
+def _group(title: str) -> tuple[QGroupBox, QFormLayout]:
+    group = QGroupBox(title)
+    form = QFormLayout(group)
+    form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.ExpandingFieldsGrow)
+    form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.DontWrapRows)
+    return group, form
+
+
+class PathLabel(ElidedLabel):
+    """A path on one line, elided in the middle when it does not fit (whole in its tooltip);
+    it takes the width there is and never asks for more: a long path does not widen the
+    dialog."""
+
+    def __init__(self, text: str, mode: Qt.TextElideMode) -> None:
+        super().__init__(text, mode)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+
+    def sizeHint(self) -> QSize:
+        return QSize(PATH_HINT_PX, super().sizeHint().height())
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(PATH_HINT_PX // 2, super().minimumSizeHint().height())
 
 
 class SettingsDialog(QDialog):
@@ -61,53 +176,216 @@ class SettingsDialog(QDialog):
         parent: QWidget | None = None,
         *,
         prices: PriceBook | None = None,
+        paths: AppPaths | None = None,
     ) -> None:
         super().__init__(parent)
+        self.setObjectName("SettingsDialog")
         self.setWindowTitle("Settings")
         self._prefs = prefs
-        self._prices = prices or PriceBook.in_folder(AppPaths.from_env().data_dir)
+        self._paths = paths or AppPaths.from_env()
+        self._prices = prices or PriceBook.in_folder(self._paths.data_dir)
         self._tasks: list[asyncio.Task[Any]] = []
-        layout = QVBoxLayout(self)
-        form = QFormLayout()
-        self.footer = QComboBox()
-        for key, text in FOOTER_CHOICES:
-            self.footer.addItem(text, key)
-        self.footer.setCurrentIndex([k for k, _ in FOOTER_CHOICES].index(footer_mode(prefs)))
-        form.addRow("Message statistics", self.footer)
-        self.idle_unload = QComboBox()
-        current = (idle_unload_seconds(prefs) or 0) / 60
-        for minutes, text in IDLE_CHOICES:
-            self.idle_unload.addItem(text, minutes)
-        if current and current not in [m for m, _ in IDLE_CHOICES]:
-            self.idle_unload.addItem(f"After {current:g} minutes idle", current)
-        self.idle_unload.setCurrentIndex(max(0, self.idle_unload.findData(current or 0)))
-        self.idle_unload.setToolTip("Free a local model's memory when it has not been used")
-        form.addRow("Unload local models", self.idle_unload)
-        form.addRow("Prices", self._prices_row())
-        layout.addLayout(form)
-        note = QLabel("Hover a message's statistics line to see its whole record.")
-        note.setObjectName("DialogNote")
-        layout.addWidget(note)
-        buttons = QDialogButtonBox(
+        self._saved_look = (theme_choice(prefs), text_size_choice(prefs))
+
+        self.body = QWidget()
+        self.body.setObjectName("SettingsBody")
+        self.groups = [
+            self._appearance_group(),
+            self._conversations_group(),
+            self._local_group(),
+            self._prices_group(),
+            self._data_group(),
+            self._privacy_group(),
+        ]
+        self.scroll = QScrollArea()
+        self.scroll.setObjectName("SettingsScroll")
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll.setWidget(self.body)
+        self.buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
         )
-        buttons.accepted.connect(self.save)
-        buttons.rejected.connect(self.reject)
-        layout.addWidget(buttons)
+        self.buttons.accepted.connect(self.save)
+        self.buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.scroll, 1)
+        layout.addWidget(self.buttons)
+        self.columns = self._arrange()
+        self.resize(self._fitting_size())
 
-    def _prices_row(self) -> QWidget:
-        self.prices_info = WrapLabel("Prices: checking…", "DialogNote")
+    def _arrange(self) -> int:
+        """One column of groups, or two side by side when the screen (and the window) is wide
+        enough and one column would not fit its height. Returns the number of columns."""
+        room = self._room()
+        one_high = sum(g.sizeHint().height() for g in self.groups) + 200
+        widest = max(g.sizeHint().width() for g in self.groups)
+        columns = 2 if one_high > room.height() and 2 * widest + 120 <= room.width() else 1
+        sides = QHBoxLayout(self.body)
+        sides.setContentsMargins(4, 0, 8, 4)
+        sides.setSpacing(16)
+        split = 3 if columns == 2 else len(self.groups)
+        for part in (self.groups[:split], self.groups[split:]):
+            if not part:
+                continue
+            _same_widths(part)
+            stack = QVBoxLayout()
+            stack.setSpacing(4)
+            for group in part:
+                stack.addWidget(group)
+            stack.addStretch(1)
+            sides.addLayout(stack, 1)
+        return columns
+
+    # sections ---------------------------------------------------------------------------------
+    def _appearance_group(self) -> QGroupBox:
+        group, form = _group("Appearance")
+        self.theme = choice_box("Theme", appearance.THEME_CHOICES, self._saved_look[0])
+        self.theme.setToolTip("Light or dark; “Same as the system” follows your computer")
+        self.text_size = choice_box("Text size", appearance.TEXT_SIZE_CHOICES, self._saved_look[1])
+        for box in (self.theme, self.text_size):
+            box.currentIndexChanged.connect(self._show_look)
+        form.addRow("Theme", self.theme)
+        form.addRow("Text size", self.text_size)
+        return group
+
+    def _conversations_group(self) -> QGroupBox:
+        group, form = _group("Conversations")
+        self.footer = choice_box("Message statistics", FOOTER_CHOICES, footer_mode(self._prefs))
+        form.addRow("Message statistics", self.footer)
+        form.addRow(
+            note(
+                "The line under each reply: time to first token, speed, tokens and cost. "
+                "Hover it to see the whole record, or press Timeline to see where the time went."
+            )
+        )
+        return group
+
+    def _local_group(self) -> QGroupBox:
+        group, form = _group("Local models")
+        minutes = (idle_unload_seconds(self._prefs) or 0) / 60
+        self.idle_unload = choice_box(
+            "Unload when idle", IDLE_CHOICES, minutes, f"After {minutes:g} minutes idle"
+        )
+        self.idle_unload.setToolTip("Free a local model's memory when it has not been used")
+        form.addRow("Unload when idle", self.idle_unload)
+        n_ctx = new_local_n_ctx(self._prefs) or 0
+        self.new_n_ctx = choice_box(
+            "Context for new agents",
+            [(n, _tokens(n) if n else "Automatic (from the model)") for n in N_CTX_CHOICES],
+            n_ctx,
+            _tokens(n_ctx),
+        )
+        self.new_n_ctx.setToolTip(
+            "How much conversation a new local agent can hold; each agent can change it"
+        )
+        form.addRow("Context for new agents", self.new_n_ctx)
+        max_tokens = new_local_max_tokens(self._prefs)
+        self.new_max_tokens = choice_box(
+            "Max tokens for new agents",
+            [(n, _tokens(n)) for n in MAX_TOKENS_CHOICES],
+            max_tokens,
+            _tokens(max_tokens),
+        )
+        self.new_max_tokens.setToolTip("The longest reply a new local agent writes")
+        form.addRow("Max tokens for new agents", self.new_max_tokens)
+        form.addRow(note(AUTOMATIC_NOTE))
+        return group
+
+    def _prices_group(self) -> QGroupBox:
+        group, form = _group("Prices")
+        self.prices_info = note("Prices: checking…")
         self.update_prices_button = QPushButton("Update prices")
+        self.update_prices_button.setAccessibleName("Update prices")
         self.update_prices_button.setToolTip(
             "Download the latest model prices (genai-prices, from GitHub) once. Costs of new "
             "calls use them; calls already made keep the cost they were given."
         )
         self.update_prices_button.clicked.connect(self.update_prices)
-        self.prices_status = WrapLabel()
+        self.prices_status = note("", "")
         self.prices_status.hide()
         self._show_prices_in_use()
-        return column(row(self.prices_info, self.update_prices_button), self.prices_status)
+        form.addRow(self.prices_info)
+        form.addRow(row(self.update_prices_button, stretch=True))
+        form.addRow(self.prices_status)
+        return group
 
+    def _data_group(self) -> QGroupBox:
+        group, form = _group("Data")
+        paths = self._paths
+        self.data_folder = self._path_label(paths.data_dir, "Data folder")
+        self.open_folder_button = QPushButton("Open folder")
+        self.open_folder_button.setAccessibleName("Open the data folder")
+        self.open_folder_button.setToolTip("Show the data folder in your file manager")
+        self.open_folder_button.clicked.connect(self.open_data_folder)
+        form.addRow("Data folder", row(self.data_folder, self.open_folder_button))
+        self.settings_file = self._path_label(paths.settings_path, "Settings file")
+        self.log_folder = self._path_label(paths.log_dir, "Log folder")
+        form.addRow("Settings file", self.settings_file)
+        form.addRow("Logs", self.log_folder)
+        form.addRow(note(DATA_NOTE))
+        return group
+
+    @staticmethod
+    def _path_label(path: Path, name: str) -> ElidedLabel:
+        label = PathLabel(str(path), Qt.TextElideMode.ElideMiddle)
+        label.setAccessibleName(f"{name}: {path}")
+        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        label.setToolTip(str(path))
+        return label
+
+    def _privacy_group(self) -> QGroupBox:
+        group, form = _group("Privacy")
+        self.privacy = note(PRIVACY_TEXT, "PrivacyText")
+        form.addRow(self.privacy)
+        return group
+
+    # size -------------------------------------------------------------------------------------
+    def _fitting_size(self) -> QSize:
+        """Its natural size, within the window it belongs to and the screen (it scrolls)."""
+        natural = self.body.sizeHint()
+        bar = self.scroll.verticalScrollBar().sizeHint().width()
+        margins = self.layout().contentsMargins()
+        least = 1040 if self.columns == 2 else 560  # two columns: room for the paths
+        width = max(natural.width() + bar, least) + margins.left() + margins.right()
+        height = (
+            natural.height()
+            + self.buttons.sizeHint().height()
+            + self.layout().spacing()
+            + margins.top()
+            + margins.bottom()
+        )
+        room = self._room()
+        return QSize(min(width, room.width()), min(height, room.height()))
+
+    def _room(self) -> QSize:
+        parent = self.parentWidget()
+        window = parent.window() if parent is not None else None
+        screen = (window.screen() if window is not None else None) or (
+            QGuiApplication.primaryScreen()
+        )
+        room = screen.availableGeometry().size() if screen is not None else QSize(1280, 800)
+        if window is not None and window.isVisible():
+            room = room.boundedTo(window.size())
+        return QSize(max(320, room.width() - MARGIN), max(240, room.height() - MARGIN))
+
+    # appearance -------------------------------------------------------------------------------
+    def _show_look(self) -> None:
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            appearance.apply(app, self.theme.currentData(), self.text_size.currentData())
+
+    def _restore_look(self) -> None:
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            appearance.apply(app, *self._saved_look)
+
+    # data -------------------------------------------------------------------------------------
+    def open_data_folder(self) -> bool:
+        """Show the data folder in the system's file manager."""
+        return QDesktopServices.openUrl(QUrl.fromLocalFile(str(self._paths.data_dir)))
+
+    # prices -----------------------------------------------------------------------------------
     def _show_prices_in_use(self) -> None:
         try:
             asyncio.get_running_loop()
@@ -148,12 +426,26 @@ class SettingsDialog(QDialog):
         self._tasks.append(task)
         return task
 
+    # closing ----------------------------------------------------------------------------------
     def done(self, result: int) -> None:
         for task in self._tasks:  # the dialog closes: it shows nothing more
             task.cancel()
+        if result != QDialog.DialogCode.Accepted:
+            shown = (self.theme.currentData(), self.text_size.currentData())
+            if shown != self._saved_look:
+                self._restore_look()  # Cancel undoes what was only tried
         super().done(result)
 
     def save(self) -> None:
-        self._prefs.set(PREF_FOOTER, self.footer.currentData())
-        self._prefs.set(PREF_IDLE_UNLOAD_MIN, self.idle_unload.currentData())
+        self._prefs.update(
+            {
+                PREF_THEME: self.theme.currentData(),
+                PREF_TEXT_SIZE: self.text_size.currentData(),
+                PREF_FOOTER: self.footer.currentData(),
+                PREF_IDLE_UNLOAD_MIN: self.idle_unload.currentData(),
+                PREF_NEW_LOCAL_N_CTX: self.new_n_ctx.currentData(),
+                PREF_NEW_LOCAL_MAX_TOKENS: self.new_max_tokens.currentData(),
+            }
+        )
+        self._saved_look = (self.theme.currentData(), self.text_size.currentData())
         self.accept()
