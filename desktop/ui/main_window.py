@@ -433,11 +433,12 @@ class MainWindow(QMainWindow):
         return value if ok else None
 
     def ask_save_path(self, title: str, suggested: str, filters: str) -> str | None:
-        path, _ = QFileDialog.getSaveFileName(self, title, suggested, filters)
+        where = transfer.proposed_path(self.services, suggested)
+        path, _ = QFileDialog.getSaveFileName(self, title, where, filters)
         return path or None
 
-    def ask_open_path(self, title: str, filters: str) -> str | None:
-        path, _ = QFileDialog.getOpenFileName(self, title, "", filters)
+    def ask_open_path(self, title: str, filters: str, folder: str = "") -> str | None:
+        path, _ = QFileDialog.getOpenFileName(self, title, folder, filters)
         return path or None
 
     # state -----------------------------------------------------------------------------------

@@ -11,6 +11,12 @@ from pathlib import Path
 
 from desktop.chat.export import ExportError, dumps, from_json, to_json, to_markdown
 from desktop.chat.services import Services
+from desktop.settings.places import (
+    clean_file_name,
+    in_start_folder,
+    remember_folder,
+    start_folder,
+)
 from desktop.ui.async_door import run_blocking, start
 
 
@@ -25,6 +31,12 @@ def _read_json(path: str) -> object:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
+def proposed_path(services: Services, suggested: str) -> str:
+    """Where a save dialog opens for ``suggested``: a bare file name goes into the folder used
+    last, else Documents (the Stats page's CSV export too)."""
+    return in_start_folder(services.prefs, suggested)
+
+
 def export_conversation(
     services: Services,
     fmt: str,
@@ -34,16 +46,19 @@ def export_conversation(
     say: Callable[[str], None],
 ) -> asyncio.Task[None] | None:
     """File → Export as Markdown ("md") or JSON. ``ask_save_path(title, suggested, filters)``
-    asks where (None: cancelled); ``say`` reports on the status line."""
+    asks where (None: cancelled), proposing the title as a clean file name in the folder used
+    last, else Documents; the folder chosen is remembered. ``say`` reports on the status
+    line."""
     conv = services.conversations.get(conversation_id) if conversation_id is not None else None
     if conv is None:
         say("Open a conversation to export it.")
         return None
-    stem = "".join(c if c.isalnum() or c in " -_" else "_" for c in conv.title)[:60]
     suffix, filters = (".md", "Markdown (*.md)") if fmt == "md" else (".json", "JSON (*.json)")
-    path = ask_save_path("Export conversation", (stem or "conversation") + suffix, filters)
+    suggested = start_folder(services.prefs) / clean_file_name(conv.title, suffix)
+    path = ask_save_path("Export conversation", str(suggested), filters)
     if not path:
         return None
+    remember_folder(services.prefs, path)
     title = conv.title
 
     async def write() -> None:
@@ -62,15 +77,18 @@ def export_conversation(
 def import_conversation(
     services: Services,
     *,
-    ask_open_path: Callable[[str, str], str | None],
+    ask_open_path: Callable[[str, str, str], str | None],
     say: Callable[[str], None],
     opened: Callable[[int], None],
 ) -> asyncio.Task[None] | None:
-    """File → Import: ``ask_open_path(title, filters)`` asks which file; ``opened`` shows the
+    """File → Import: ``ask_open_path(title, filters, folder)`` asks which file, starting in
+    the folder used last (else Documents), which is then remembered; ``opened`` shows the
     imported conversation."""
-    path = ask_open_path("Import conversation", "SIMI Multi JSON (*.json)")
+    folder = str(start_folder(services.prefs))
+    path = ask_open_path("Import conversation", "SIMI Multi JSON (*.json)", folder)
     if not path:
         return None
+    remember_folder(services.prefs, path)
 
     async def read() -> None:
         try:
