@@ -145,7 +145,8 @@ class AgentSidebar(QWidget):
             if agent is not None:
                 text = agent_status.subtitle(runtime, agent)
                 item.setData(SUBTITLE_ROLE, text)
-                item.setToolTip(f"{agent.name}\n{text}")
+                whole = agent_status.subtitle(runtime, agent, full=True)  # the full model
+                item.setToolTip(f"{agent.name}\n{whole}")
 
     def highlight(self, agent: Agent | None) -> None:
         """Mark ``agent`` in the list without choosing it (no signal)."""

@@ -19,6 +19,7 @@ from PySide6.QtCore import Qt
 from desktop.chat.services import Services
 from desktop.settings.paths import AppPaths
 from desktop.store.agents import Agent
+from desktop.ui.widgets import SUBTITLE_ROLE
 from tests.helpers.fault_server import FaultServer, Reply, ticking_tokens
 from tests.ui.conftest import STARTER
 
@@ -61,7 +62,8 @@ def test_an_agent_added_with_the_cli_appears_in_the_open_window(
     assert window.agents.highlighted is not None and window.agents.highlighted.id == starter.id
     assert window.pane is shown_pane
     row = window.agents.agent_list.item(_agent_names(window).index("Vllm box"))
-    assert "qwen2.5-7b-instruct-q4_k_m.gguf" in row.toolTip()
+    assert "/models/qwen2.5-7b-instruct-q4_k_m.gguf" in row.toolTip()  # the whole name
+    assert row.data(SUBTITLE_ROLE).endswith("· qwen2.5-7b-instruct-q4_k_m.gguf")
     # the header's "Switch agent" menu offers it too
     window.pane.agent_menu.aboutToShow.emit()
     assert "Vllm box" in [a.text() for a in window.pane.agent_menu.actions()]
