@@ -12,6 +12,7 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 
+from desktop.ui.help_menu import fill_help_menu, slot_for
 from desktop.ui.shortcuts import COMPOSER_ONLY, SHORTCUTS, sequences
 
 
@@ -25,7 +26,7 @@ def build_menus(window: Any) -> dict[str, QAction]:
         action = QAction(shortcut.label, window)
         action.setShortcuts(sequences(shortcut))
         action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-        action.triggered.connect(getattr(window, shortcut.name))
+        action.triggered.connect(slot_for(window, shortcut.name))
         window.addAction(action)
         actions[shortcut.name] = action
     file_menu = bar.addMenu("&File")
@@ -47,6 +48,5 @@ def build_menus(window: Any) -> dict[str, QAction]:
     view_menu.addAction("Chat", lambda: window.show_page("chat"))
     view_menu.addAction("Models", lambda: window.show_page("models"))
     view_menu.addAction(actions["show_stats"])
-    help_menu = bar.addMenu("&Help")
-    help_menu.addAction(actions["show_shortcuts"])
+    fill_help_menu(bar.addMenu("&Help"), window, actions)
     return actions

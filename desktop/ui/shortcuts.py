@@ -1,13 +1,19 @@
-"""Keyboard shortcuts: one table, used to make the window's actions and the Help sheet.
+"""Keyboard shortcuts: one table, used to make the window's actions, the Help sheet and the
+user guide's list.
 
 Platform-standard keys come from ``QKeySequence.StandardKey`` (⌘ on macOS, Ctrl elsewhere);
-the others are written with "Ctrl", which Qt maps to ⌘ on macOS.
+the others are written with "Ctrl", which Qt maps to ⌘ on macOS. Keys are shown in the
+platform's own words (``NativeText``: "Ctrl+N" on Linux and Windows, "⌘N" on macOS); the
+dedicated keys some standard actions also answer to (a keyboard's own "New", "Find" or
+"Help" key) stay bound but are not listed: most keyboards have none.
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (
     QDialog,
@@ -39,7 +45,8 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     Shortcut("rename_current", "Rename the conversation", ("F2",)),
     Shortcut("show_stats", "Stats dashboard", ("Ctrl+Shift+S",)),
     Shortcut("open_settings", "Settings", (Std.Preferences, "Ctrl+,")),
-    Shortcut("show_shortcuts", "Keyboard shortcuts", ("Ctrl+/", Std.HelpContents)),
+    Shortcut("show_guide", "User guide", (Std.HelpContents,)),
+    Shortcut("show_shortcuts", "Keyboard shortcuts", ("Ctrl+/",)),
 )
 # Handled by the composer itself (listed on the sheet, not bound as window actions).
 COMPOSER_ONLY = {"send"}
@@ -56,9 +63,30 @@ def sequences(shortcut: Shortcut) -> list[QKeySequence]:
     return out
 
 
+def _on_most_keyboards(seq: QKeySequence) -> bool:
+    """False for a lone dedicated key past F35 (Qt's "New", "Find", "Help", "Copy" keys)."""
+    combined = seq[0].toCombined()
+    modifiers = combined & int(Qt.KeyboardModifier.KeyboardModifierMask.value)
+    key = combined & ~int(Qt.KeyboardModifier.KeyboardModifierMask.value)
+    return seq.count() > 1 or bool(modifiers) or key <= Qt.Key.Key_F35.value
+
+
+def key_texts(shortcut: Shortcut) -> list[str]:
+    """The keys of a shortcut as this platform writes them ("Ctrl+K", "⌘K", "Esc")."""
+    return [native_text(seq) for seq in sequences(shortcut) if _on_most_keyboards(seq)]
+
+
+def native_text(keys: QKeySequence | str) -> str:
+    """Keys as this platform writes them: "Shift+Enter" (macOS: "⇧↩"), "Ctrl+K" ("⌘K")."""
+    seq = keys if isinstance(keys, QKeySequence) else QKeySequence(keys)
+    text = seq.toString(QKeySequence.SequenceFormat.NativeText)
+    # Qt says "Return"; the key is labelled Enter on these keyboards (macOS writes ↩)
+    return text if sys.platform == "darwin" else text.replace("Return", "Enter")
+
+
 def describe(shortcut: Shortcut) -> str:
-    native = QKeySequence.SequenceFormat.NativeText
-    return "  or  ".join(seq.toString(native) for seq in sequences(shortcut)) or "—"
+    """ "Ctrl+K, Ctrl+F": every key that does it, the usual one first."""
+    return ", ".join(key_texts(shortcut)) or "—"
 
 
 class ShortcutsSheet(QDialog):
@@ -68,9 +96,10 @@ class ShortcutsSheet(QDialog):
         super().__init__(parent)
         self.setWindowTitle("Keyboard shortcuts")
         layout = QVBoxLayout(self)
-        note = QLabel("Shift+Enter adds a new line in the message box.")
+        note = QLabel(f"{native_text('Shift+Return')} adds a new line in the message box.")
         note.setObjectName("DialogNote")
         self.table = QTableWidget(len(SHORTCUTS), 2)
+        self.table.setAccessibleName("Keyboard shortcuts")
         self.table.setHorizontalHeaderLabels(["Action", "Keys"])
         self.table.verticalHeader().hide()
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
@@ -85,7 +114,9 @@ class ShortcutsSheet(QDialog):
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
-        self.resize(520, 400)
+        rows = self.table.verticalHeader().length() + self.table.horizontalHeader().height()
+        self.table.setMinimumHeight(min(rows + 2 * self.table.frameWidth(), 420))
+        self.resize(520, self.sizeHint().height())
 
     def rows(self) -> list[tuple[str, str]]:
         return [

@@ -5,15 +5,9 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser, QVBoxLayout, QWidget
 
-# The three definitions are the project's fixed ones (ARCHITECTURE.md, "statistics").
-HELP_HTML = """
-<h3>How to read the reply timeline</h3>
-<p>The bar is the call from the moment you pressed Send (left) to the end of the reply
-(right), drawn to scale. Each coloured part is one thing the call waited for or did, with its
-time. Parts too small to label are listed under the bar with their figures; hover a part to
-read what it was.</p>
-
-<h4>The words</h4>
+# The words and the three definitions are the project's fixed ones (ARCHITECTURE.md,
+# "What the statistics mean"); the user guide (help_guide.py) shows the same text.
+TERMS_HTML = """
 <ul>
 <li><b>Tokens</b>: models read and write text in pieces called tokens, about three quarters
 of a word each. Your conversation is the <i>prompt</i>; what the model writes is the
@@ -34,7 +28,9 @@ prefill is much faster per token than decode, which makes one token at a time. A
 also batch several people's requests together: your request can wait in its queue.</li>
 </ul>
 
-<h4>Definitions</h4>
+"""
+
+DEFINITIONS_HTML = """
 <ul>
 <li><b>TTFT</b> = from the request being sent to the first content token received.</li>
 <li><b>Decode tok/s</b> = the tokens after the first / the time from the first token to the
@@ -47,7 +43,22 @@ true speed is at least the figure shown.</li>
 <p>A reply that arrived in one piece (not streamed), or a single token, has no decode speed:
 there is nothing to time, so none is shown rather than an absurd one.</p>
 
-<h4>Who measured what</h4>
+"""
+
+HELP_HTML = (
+    """
+<h3>How to read the reply timeline</h3>
+<p>The bar is the call from the moment you pressed Send (left) to the end of the reply
+(right), drawn to scale. Each coloured part is one thing the call waited for or did, with its
+time. Parts too small to label are listed under the bar with their figures; hover a part to
+read what it was.</p>
+
+<h4>The words</h4>
+"""
+    + TERMS_HTML
+    + "<h4>Definitions</h4>\n"
+    + DEFINITIONS_HTML
+    + """<h4>Who measured what</h4>
 <p>The top lane is SIMI Multi's own clock: what you waited for. When a server reports its own
 times (a llama.cpp server, for example), a second lane shows its prefill and decode inside
 that span; the rest of the span, which the server did not account for, is <i>network and
@@ -66,6 +77,7 @@ loading the model (only the first call pays it).</li>
 <li>A slow decode: a large model, or a busy machine.</li>
 </ul>
 """
+)
 
 
 class TimelineHelp(QDialog):

@@ -1,0 +1,120 @@
+"""Help → About SIMI Multi: the version, what it runs on (llama.cpp, Qt, Python, the system),
+where its data is, its licence, and "Copy" to paste all of it into a bug report.
+
+Versions are read from the installed packages' metadata: nothing is imported to learn them
+(llama.cpp is never loaded in the app's process).
+"""
+
+from __future__ import annotations
+
+import platform
+from importlib import metadata
+
+import PySide6
+from PySide6.QtCore import Qt, qVersion
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop import APP_NAME, __version__
+from desktop.local.starter import STARTER_MODEL_NAME, starter_model_path
+from desktop.settings.paths import AppPaths
+
+LICENCE = "Apache License 2.0"
+SUMMARY = "A desktop workspace for talking to many AI models at once, with every reply measured."
+
+
+def _package_version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def facts(paths: AppPaths | None = None) -> list[tuple[str, str]]:
+    """(what, value) rows of the About window, in order."""
+    paths = paths or AppPaths.from_env()
+    llama = _package_version("llama_cpp_python")
+    starter = "installed" if starter_model_path() is not None else "not installed"
+    return [
+        ("Version", __version__),
+        ("llama.cpp", f"llama-cpp-python {llama}" if llama else "not installed"),
+        ("Starter model", f"{STARTER_MODEL_NAME} ({starter})"),
+        ("Qt", f"{qVersion()} (PySide6 {PySide6.__version__})"),
+        ("Python", platform.python_version()),
+        ("System", f"{platform.system()} {platform.release()} ({platform.machine()})"),
+        ("Data folder", str(paths.data_dir)),
+        ("Licence", LICENCE),
+    ]
+
+
+def report_text(rows: list[tuple[str, str]]) -> str:
+    """The rows as plain text, for a bug report."""
+    lines = [f"{APP_NAME} {__version__}"]
+    lines += [f"{what}: {value}" for what, value in rows if what != "Version"]
+    return "\n".join(lines)
+
+
+class AboutDialog(QDialog):
+    def __init__(self, parent: QWidget | None = None, paths: AppPaths | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("AboutDialog")
+        self.setWindowTitle(f"About {APP_NAME}")
+        self.rows = facts(paths)
+        title = QLabel(f"{APP_NAME} {__version__}")
+        title.setObjectName("EmptyTitle")
+        summary = QLabel(SUMMARY)
+        summary.setObjectName("DialogNote")
+        summary.setWordWrap(True)
+        form = QFormLayout()
+        self.values: dict[str, QLabel] = {}
+        for what, value in self.rows:
+            label = QLabel(value)
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            label.setAccessibleName(f"{what}: {value}")
+            label.setWordWrap(True)
+            self.values[what] = label
+            form.addRow(what, label)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.close)
+        self.copy_button = QPushButton("Copy")
+        self.copy_button.setAccessibleName("Copy these details")
+        self.copy_button.setToolTip("Copy the version and these details, for a bug report")
+        self.copy_button.clicked.connect(self.copy)
+        buttons.addButton(self.copy_button, QDialogButtonBox.ButtonRole.ActionRole)
+        self.copied = QLabel("")
+        self.copied.setObjectName("DialogNote")
+        layout = QVBoxLayout(self)
+        layout.addWidget(title)
+        layout.addWidget(summary)
+        layout.addSpacing(6)
+        layout.addLayout(form)
+        layout.addWidget(self.copied)
+        layout.addWidget(buttons)
+        self.resize(max(480, self.sizeHint().width()), self.sizeHint().height())
+
+    def text(self) -> str:
+        return report_text(self.rows)
+
+    def copy(self) -> None:
+        QGuiApplication.clipboard().setText(self.text())
+        self.copied.setText("Copied: paste it into your bug report.")
+
+
+def open_about(window: QWidget, paths: AppPaths | None = None) -> AboutDialog:
+    """Help → About: the window's About box, raised if it is already open."""
+    about = window.findChild(AboutDialog)
+    if about is None:
+        about = AboutDialog(window, paths)
+        about.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    about.show()
+    about.raise_()
+    about.activateWindow()
+    return about
