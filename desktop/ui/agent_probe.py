@@ -97,8 +97,8 @@ class EndpointProbe(QObject):
         """A click on the empty model list's arrow fetches the list (and then opens it):
         the person asked to see the models; an arrow that does nothing looks broken."""
         if (
-            watched is self._model
-            and event.type() == QEvent.Type.MouseButtonPress
+            event.type() == QEvent.Type.MouseButtonPress
+            and watched is getattr(self, "_model", None)  # (None while being torn down)
             and isinstance(event, QMouseEvent)
             and self._model.count() == 0
             and self.fetch_button.isVisibleTo(self._model.window())

@@ -9,7 +9,6 @@ from PySide6.QtCore import QModelIndex, QPoint, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QListWidgetItem,
     QMenu,
@@ -25,6 +24,7 @@ from desktop.ui.conversation_list import (
     ConversationList,
     SearchResults,
 )
+from desktop.ui.elided_label import ElidedLabel
 from desktop.ui.resources import icon as resource_icon
 from desktop.ui.widgets import ID_ROLE, InfoBar, vbox
 
@@ -65,11 +65,16 @@ class ConversationBrowser(QWidget):
         layout = vbox(self, (0, 8, 0, 0), 4)
         header = QHBoxLayout()
         header.setContentsMargins(8, 0, 0, 4)
-        label = QLabel("CONVERSATIONS")
+        label = ElidedLabel("CONVERSATIONS")  # the sidebar's width is the person's
         label.setObjectName("SectionLabel")
         header.addWidget(label, 1)
         self.agent_filter = QComboBox()
         self.agent_filter.setObjectName("AgentFilter")
+        # a long agent name elides in the box instead of widening the sidebar
+        self.agent_filter.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
+        self.agent_filter.setMinimumContentsLength(9)
         self.agent_filter.setToolTip("Show the conversations of one agent")
         self.agent_filter.currentIndexChanged.connect(self._filter_changed)
         header.addWidget(self.agent_filter)

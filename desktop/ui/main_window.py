@@ -49,6 +49,7 @@ from desktop.ui.settings_dialog import SettingsDialog, footer_mode
 from desktop.ui.shortcuts import ShortcutsSheet
 from desktop.ui.store_watch import watch_store
 from desktop.ui.widgets import hbox, vbox
+from desktop.ui.window_fit import keep_minimum_sizes
 
 log = logging.getLogger("simi.ui")
 
@@ -89,7 +90,6 @@ class MainWindow(QMainWindow):
 
         self.setWindowTitle("SIMI Multi")
         self.setWindowIcon(app_icon())
-        self.setMinimumSize(720, 480)
 
         self.agents = AgentSidebar(
             services,
@@ -115,6 +115,7 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
         self.setCentralWidget(self.splitter)
+        self._min_sizes = keep_minimum_sizes(self)  # 720x480 and a 220 px sidebar, x text size
         self.add_page("chat", self._build_chat_page(), "Chat")
         self.models_page = ModelsPage(services)
         self.add_page("models", self.models_page, "Models")
@@ -186,7 +187,6 @@ class MainWindow(QMainWindow):
     def _build_sidebar(self) -> QWidget:
         sidebar = QWidget()
         sidebar.setObjectName("Sidebar")
-        sidebar.setMinimumWidth(220)
         layout = vbox(sidebar, (8, 12, 8, 8), 8)
         title_row = QHBoxLayout()
         title_row.setContentsMargins(8, 0, 8, 0)

@@ -289,7 +289,7 @@ QScrollBar::add-line:vertical, QScrollBar::sub-line:vertical {{ height: 0; }}
 QScrollBar::add-page:vertical, QScrollBar::sub-page:vertical {{ background: transparent; }}
 QFrame#Bubble[found="true"] {{ border: 2px solid {c.accent}; }}
 QToolButton#BubbleAction {{ color: {c.muted}; border: 1px solid transparent; border-radius: 5px;
-              padding: 1px 6px; font-size: 11px; background: transparent; }}
+              padding: 1px 4px; font-size: 11px; background: transparent; }}
 QToolButton#BubbleAction:hover {{ background: {c.selection}; color: {c.text}; }}
 QToolButton#BubbleAction:disabled {{ color: {c.border}; }}
 QToolButton#VersionButton {{ color: {c.muted}; border: 1px solid transparent; border-radius: 4px;
@@ -320,7 +320,7 @@ QComboBox#AgentFilter:hover {{ border-color: {c.border}; }}
 QComboBox#AgentFilter:focus {{ border-color: {c.accent}; }}
 QFrame#UndoBar, QFrame#EditBanner {{ border: 1px solid {c.warn_border}; border-radius: 8px; }}
 QToolButton#PageButton {{ background: transparent; color: {c.muted}; border: 1px solid transparent;
-              border-radius: 6px; padding: 4px 10px; }}
+              border-radius: 6px; padding: 4px 6px; }}
 QToolButton#PageButton:checked {{ background: {c.selection}; color: {c.text}; }}
 QMenuBar {{ background: {c.window}; color: {c.text}; }}
 QMenuBar::item:selected {{ background: {c.selection}; }}

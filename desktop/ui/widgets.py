@@ -1,4 +1,5 @@
-"""Small reusable widgets: the composer, the sidebar item delegate, the info bar."""
+"""Small reusable widgets: the composer, the sidebar item delegate, the info bar, and
+``FlowLayout`` (a row that wraps onto more lines instead of squeezing its widgets)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ from typing import TypeVar
 
 from PySide6.QtCore import (
     QEvent,
+    QMargins,
     QModelIndex,
     QObject,
     QPersistentModelIndex,
+    QPoint,
     QRect,
     QSize,
     Qt,
@@ -20,6 +23,8 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QLayout,
+    QLayoutItem,
     QPlainTextEdit,
     QStyle,
     QStyledItemDelegate,
@@ -245,3 +250,79 @@ class InfoBar(QFrame):
     def _dismiss(self) -> None:
         self.hide()
         self.dismissed.emit()
+
+
+class FlowLayout(QLayout):
+    """Widgets left to right, wrapping onto a new line when the width runs out (a row of
+    buttons in a narrow bubble, or at a large text size): nothing is squeezed below its size
+    hint, so no text is cut."""
+
+    def __init__(self, parent: QWidget | None = None, spacing: int = 0) -> None:
+        super().__init__(parent)
+        self._items: list[QLayoutItem] = []
+        self._spacing = spacing
+        self.setContentsMargins(0, 0, 0, 0)
+
+    def addItem(self, item: QLayoutItem) -> None:
+        self._items.append(item)
+
+    def count(self) -> int:
+        return len(self._items)
+
+    def itemAt(self, index: int) -> QLayoutItem | None:  # type: ignore[override]
+        return self._items[index] if 0 <= index < len(self._items) else None
+
+    def takeAt(self, index: int) -> QLayoutItem | None:  # type: ignore[override]
+        return self._items.pop(index) if 0 <= index < len(self._items) else None
+
+    def expandingDirections(self) -> Qt.Orientation:
+        return Qt.Orientation(0)
+
+    def hasHeightForWidth(self) -> bool:
+        return True
+
+    def heightForWidth(self, width: int) -> int:
+        return self._arrange(QRect(0, 0, width, 0), move=False)
+
+    def setGeometry(self, rect: QRect) -> None:
+        super().setGeometry(rect)
+        self._arrange(rect, move=True)
+
+    def sizeHint(self) -> QSize:
+        """One line of everything (the width it would like)."""
+        shown = [i.sizeHint() for i in self._items if not i.isEmpty()]
+        width = sum(s.width() for s in shown) + self._spacing * max(0, len(shown) - 1)
+        height = max((s.height() for s in shown), default=0)
+        return _grown(QSize(width, height), self.contentsMargins())
+
+    def minimumSize(self) -> QSize:
+        """As narrow as its widest widget."""
+        size = QSize()
+        for item in self._items:
+            if not item.isEmpty():
+                size = size.expandedTo(item.minimumSize())
+        return _grown(size, self.contentsMargins())
+
+    def _arrange(self, rect: QRect, move: bool) -> int:
+        margins = self.contentsMargins()
+        area = rect.marginsRemoved(margins)
+        x, y, line_height = area.x(), area.y(), 0
+        for item in self._items:
+            if item.isEmpty():
+                continue
+            hint = item.sizeHint()
+            if x > area.x() and x + hint.width() > area.right() + 1:
+                x, y = area.x(), y + line_height + self._spacing
+                line_height = 0
+            if move:
+                item.setGeometry(QRect(QPoint(x, y), hint))
+            x += hint.width() + self._spacing
+            line_height = max(line_height, hint.height())
+        return y + line_height - rect.y() + margins.bottom()
+
+
+def _grown(size: QSize, margins: QMargins) -> QSize:
+    return QSize(
+        size.width() + margins.left() + margins.right(),
+        size.height() + margins.top() + margins.bottom(),
+    )
