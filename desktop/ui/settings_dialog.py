@@ -8,25 +8,21 @@ app sends, and when). It scrolls when the screen is too small for it."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QSize, Qt, QUrl, Signal
+from PySide6.QtCore import QEvent, QSize, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import (
     QApplication,
-    QComboBox,
     QDialog,
     QDialogButtonBox,
-    QFormLayout,
     QFrame,
     QGroupBox,
     QHBoxLayout,
-    QLabel,
     QPushButton,
     QScrollArea,
-    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
@@ -51,6 +47,7 @@ from desktop.ui import appearance
 from desktop.ui.agent_form import row, say
 from desktop.ui.async_door import run_blocking, start
 from desktop.ui.elided_label import ElidedLabel
+from desktop.ui.settings_parts import PathLabel, choice_box, group_box, note, same_widths
 
 PREF_FOOTER = "ui.stats_footer"
 FOOTER_CHOICES = (
@@ -81,7 +78,6 @@ DATA_NOTE = (
     "The data folder holds your conversations, agents and statistics. API keys are kept in "
     "your system's keyring, never in these files."
 )
-PATH_HINT_PX = 240  # the width a path asks for; it gets what the row has
 MARGIN = 24  # room kept around the dialog on a small screen or over a small window
 
 
@@ -92,76 +88,6 @@ def footer_mode(prefs: Preferences) -> str:
 
 def _tokens(n: int) -> str:
     return f"{n:,} tokens"
-
-
-def choice_box(
-    name: str, choices: Sequence[tuple[Any, str]], current: Any, extra: str | None = None
-) -> QComboBox:
-    """A drop-down of (value, words); ``current`` selected, added with ``extra`` words when it
-    is not one of the choices (a value set elsewhere is shown, not lost)."""
-    box = QComboBox()
-    box.setAccessibleName(name)
-    for value, text in choices:
-        box.addItem(text, value)
-    if box.findData(current) < 0 and extra is not None:
-        box.addItem(extra, current)
-    box.setCurrentIndex(max(0, box.findData(current)))
-    return box
-
-
-def note(text: str, object_name: str = "DialogNote") -> QLabel:
-    """A paragraph that wraps to the width it gets."""
-    label = QLabel(text)
-    label.setObjectName(object_name)
-    label.setWordWrap(True)
-    return label
-
-
-def _same_widths(groups: Sequence[QGroupBox]) -> None:
-    """Every group's labels as wide as the widest, and its drop-downs too: the fields line up
-    from one group to the next."""
-    forms = [g.layout() for g in groups]
-    labels = [
-        f.itemAt(i, QFormLayout.ItemRole.LabelRole).widget()
-        for f in forms
-        if isinstance(f, QFormLayout)
-        for i in range(f.rowCount())
-        if f.itemAt(i, QFormLayout.ItemRole.LabelRole) is not None
-    ]
-    if labels:
-        width = max(label.sizeHint().width() for label in labels if label is not None)
-        for label in labels:
-            if label is not None:
-                label.setMinimumWidth(width)
-    boxes = [box for g in groups for box in g.findChildren(QComboBox)]
-    if boxes:
-        width = max(box.sizeHint().width() for box in boxes)
-        for box in boxes:
-            box.setMinimumWidth(width)
-
-
-def _group(title: str) -> tuple[QGroupBox, QFormLayout]:
-    group = QGroupBox(title)
-    form = QFormLayout(group)
-    form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.ExpandingFieldsGrow)
-    form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.DontWrapRows)
-    return group, form
-
-
-class PathLabel(ElidedLabel):
-    """A path on one line, elided in the middle when it does not fit (whole in its tooltip);
-    it takes the width there is and never asks for more: a long path does not widen the
-    dialog."""
-
-    def __init__(self, text: str, mode: Qt.TextElideMode) -> None:
-        super().__init__(text, mode)
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
-
-    def sizeHint(self) -> QSize:
-        return QSize(PATH_HINT_PX, super().sizeHint().height())
-
-    def minimumSizeHint(self) -> QSize:
-        return QSize(PATH_HINT_PX // 2, super().minimumSizeHint().height())
 
 
 class SettingsDialog(QDialog):
@@ -211,24 +137,41 @@ class SettingsDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(self.scroll, 1)
         layout.addWidget(self.buttons)
+        self._parts: list[list[QGroupBox]] = []
+        self.refit_timer = QTimer(self)  # a text size change: lay out again, once
+        self.refit_timer.setSingleShot(True)
+        self.refit_timer.setInterval(0)
+        self.refit_timer.timeout.connect(self._refit)
         self.columns = self._arrange()
         self.resize(self._fitting_size())
 
-    def _arrange(self) -> int:
+    def _arrange(self, columns: int | None = None) -> int:
         """One column of groups, or two side by side when the screen (and the window) is wide
         enough and one column would not fit its height. Returns the number of columns."""
-        room = self._room()
-        one_high = sum(g.sizeHint().height() for g in self.groups) + 200
-        widest = max(g.sizeHint().width() for g in self.groups)
-        columns = 2 if one_high > room.height() and 2 * widest + 120 <= room.width() else 1
-        sides = QHBoxLayout(self.body)
-        sides.setContentsMargins(4, 0, 8, 4)
-        sides.setSpacing(16)
+        if columns is None:
+            room = self._room()
+            one_high = sum(g.sizeHint().height() for g in self.groups) + 200
+            widest = max(g.sizeHint().width() for g in self.groups)
+            wide = 2 * widest + 120 <= room.width()
+            columns = 2 if one_high > room.height() and wide else 1
+        sides = self.body.layout()
+        if not isinstance(sides, QHBoxLayout):
+            sides = QHBoxLayout(self.body)
+            sides.setContentsMargins(4, 0, 8, 4)
+            sides.setSpacing(16)
+        while sides.count():  # arranged before: the groups move to the new stacks
+            stack = sides.takeAt(0).layout()
+            if stack is not None:
+                while stack.count():
+                    stack.takeAt(0)
+                stack.deleteLater()
+        self._parts = []
         split = 3 if columns == 2 else len(self.groups)
         for part in (self.groups[:split], self.groups[split:]):
             if not part:
                 continue
-            _same_widths(part)
+            same_widths(part)
+            self._parts.append(part)
             stack = QVBoxLayout()
             stack.setSpacing(4)
             for group in part:
@@ -239,7 +182,7 @@ class SettingsDialog(QDialog):
 
     # sections ---------------------------------------------------------------------------------
     def _appearance_group(self) -> QGroupBox:
-        group, form = _group("Appearance")
+        group, form = group_box("Appearance")
         self.theme = choice_box("Theme", appearance.THEME_CHOICES, self._saved_look[0])
         self.theme.setToolTip("Light or dark; “Same as the system” follows your computer")
         self.text_size = choice_box("Text size", appearance.TEXT_SIZE_CHOICES, self._saved_look[1])
@@ -250,7 +193,7 @@ class SettingsDialog(QDialog):
         return group
 
     def _conversations_group(self) -> QGroupBox:
-        group, form = _group("Conversations")
+        group, form = group_box("Conversations")
         self.footer = choice_box("Message statistics", FOOTER_CHOICES, footer_mode(self._prefs))
         form.addRow("Message statistics", self.footer)
         form.addRow(
@@ -262,7 +205,7 @@ class SettingsDialog(QDialog):
         return group
 
     def _local_group(self) -> QGroupBox:
-        group, form = _group("Local models")
+        group, form = group_box("Local models")
         minutes = (idle_unload_seconds(self._prefs) or 0) / 60
         self.idle_unload = choice_box(
             "Unload when idle", IDLE_CHOICES, minutes, f"After {minutes:g} minutes idle"
@@ -293,7 +236,7 @@ class SettingsDialog(QDialog):
         return group
 
     def _prices_group(self) -> QGroupBox:
-        group, form = _group("Prices")
+        group, form = group_box("Prices")
         self.prices_info = note("Prices: checking…")
         self.update_prices_button = QPushButton("Update prices")
         self.update_prices_button.setAccessibleName("Update prices")
@@ -311,7 +254,7 @@ class SettingsDialog(QDialog):
         return group
 
     def _data_group(self) -> QGroupBox:
-        group, form = _group("Data")
+        group, form = group_box("Data")
         paths = self._paths
         self.data_folder = self._path_label(paths.data_dir, "Data folder")
         self.open_folder_button = QPushButton("Open folder")
@@ -335,12 +278,22 @@ class SettingsDialog(QDialog):
         return label
 
     def _privacy_group(self) -> QGroupBox:
-        group, form = _group("Privacy")
+        group, form = group_box("Privacy")
         self.privacy = note(PRIVACY_TEXT, "PrivacyText")
         form.addRow(self.privacy)
         return group
 
     # size -------------------------------------------------------------------------------------
+    def _body_least(self) -> int:
+        layout = self.body.layout()
+        return layout.minimumSize().width() if layout is not None else 0
+
+    def _chrome_width(self) -> int:
+        """What the dialog adds around the groups: its margins and the scroll bar."""
+        margins = self.layout().contentsMargins()
+        bar = self.scroll.verticalScrollBar().sizeHint().width()
+        return margins.left() + margins.right() + bar + 2 * self.scroll.frameWidth()
+
     def _fitting_size(self) -> QSize:
         """Its natural size, within the window it belongs to and the screen (it scrolls)."""
         natural = self.body.sizeHint()
@@ -374,6 +327,23 @@ class SettingsDialog(QDialog):
         app = QApplication.instance()
         if isinstance(app, QApplication):
             appearance.apply(app, self.theme.currentData(), self.text_size.currentData())
+            self.refit_timer.start()  # once the new font has reached every widget
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self.refit_timer.start()
+        super().changeEvent(event)
+
+    def _refit(self) -> None:
+        """After a text size change: line the fields up again and take the room they need
+        (within the window and the screen; it scrolls beyond)."""
+        for part in self._parts:
+            same_widths(part)
+        if self.columns == 2 and self._chrome_width() + self._body_least() > self._room().width():
+            self.columns = self._arrange(1)  # two columns no longer fit side by side
+        self.body.adjustSize()
+        wanted = self._fitting_size()
+        self.resize(self.size().expandedTo(wanted).boundedTo(self._room()))
 
     def _restore_look(self) -> None:
         app = QApplication.instance()
