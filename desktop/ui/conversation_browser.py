@@ -74,7 +74,7 @@ class ConversationBrowser(QWidget):
         self.agent_filter.setSizeAdjustPolicy(
             QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
         )
-        self.agent_filter.setMinimumContentsLength(9)
+        self.agent_filter.setMinimumContentsLength(7)
         self.agent_filter.setToolTip("Show the conversations of one agent")
         self.agent_filter.currentIndexChanged.connect(self._filter_changed)
         header.addWidget(self.agent_filter)

@@ -2,7 +2,8 @@
 
 One line in plain words ("No system keyring: API keys can't be saved."), "How to fix" (the
 steps for this platform, with the technical details folded away) and "Don't show again"
-(remembered in the preferences). The full explanation is in the "How to fix" box.
+(remembered in the preferences). The full explanation is in the "How to fix" box. It spans
+the window above the sidebar and the pages, so it has room even at the smallest size.
 """
 
 from __future__ import annotations
@@ -10,12 +11,12 @@ from __future__ import annotations
 import sys
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QMessageBox, QToolButton, QWidget
+from PySide6.QtWidgets import QFrame, QMainWindow, QMessageBox, QToolButton, QWidget
 
 from desktop.settings.prefs import Preferences
 from desktop.settings.secrets import SecretStore
 from desktop.ui.elided_label import ElidedLabel
-from desktop.ui.widgets import hbox
+from desktop.ui.widgets import hbox, vbox
 
 PREF_HIDDEN = "ui.keyring_notice_hidden"
 
@@ -120,3 +121,20 @@ def keyring_notice(
     if secrets.available or prefs.get(PREF_HIDDEN) is True:
         return None
     return KeyringNotice(secrets, prefs, parent)
+
+
+def add_keyring_notice(
+    window: QMainWindow, secrets: SecretStore, prefs: Preferences
+) -> KeyringNotice | None:
+    """Put the notice, when due, across the top of ``window`` (above its central widget)."""
+    notice = keyring_notice(secrets, prefs)
+    if notice is None:
+        return None
+    central = window.takeCentralWidget()
+    host = QWidget()
+    layout = vbox(host)
+    layout.addWidget(notice)
+    if central is not None:
+        layout.addWidget(central, 1)
+    window.setCentralWidget(host)
+    return notice

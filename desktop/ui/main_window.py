@@ -40,7 +40,7 @@ from desktop.ui.conversation_browser import ConversationBrowser
 from desktop.ui.conversation_pane import ConversationPane
 from desktop.ui.dashboard import StatsPage
 from desktop.ui.elided_label import ElidedLabel
-from desktop.ui.keyring_notice import keyring_notice
+from desktop.ui.keyring_notice import add_keyring_notice
 from desktop.ui.menus import build_menus
 from desktop.ui.models_page import ModelsPage
 from desktop.ui.pane_stack import PaneStack
@@ -116,6 +116,7 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(1, 1)
         self.setCentralWidget(self.splitter)
         self._min_sizes = keep_minimum_sizes(self)  # 720x480 and a 220 px sidebar, x text size
+        self.info_bar = add_keyring_notice(self, services.secrets, services.prefs)
         self.add_page("chat", self._build_chat_page(), "Chat")
         self.models_page = ModelsPage(services)
         self.add_page("models", self.models_page, "Models")
@@ -222,9 +223,6 @@ class MainWindow(QMainWindow):
     def _build_chat_page(self) -> QWidget:
         page = QWidget()
         layout = vbox(page)
-        self.info_bar = keyring_notice(self.services.secrets, self.services.prefs)
-        if self.info_bar is not None:
-            layout.addWidget(self.info_bar)
         self.pane_stack = PaneStack(self._make_pane)
         self.pane_stack.shown_status.connect(self.status_label.setText)
         self.pane_stack.shown_agent.connect(self.agents.highlight)

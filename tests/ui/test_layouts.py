@@ -231,7 +231,11 @@ def no_keyring_services(simi_home: Any) -> Iterator[Services]:
 def test_the_keyring_notice_is_one_plain_line_with_how_to_fix_and_dont_show_again(
     qtbot: Any, no_keyring_services: Services, make_window: Any
 ) -> None:
+    conv_id = _populate(no_keyring_services)
+    _add_agents(no_keyring_services)
     window = make_window(no_keyring_services)
+    window.reload_agents()
+    window.open_conversation(conv_id)
     for width, height in SIZES:
         window.resize(width, height)
         _settle()
@@ -242,7 +246,7 @@ def test_the_keyring_notice_is_one_plain_line_with_how_to_fix_and_dont_show_agai
         assert "keyring.backends" not in notice.label.text()
         assert notice.label.text() == "No system keyring: API keys can't be saved."
         assert _problems(window) == [], (width, height)
-    _shoot(window, "keyring-notice", (720, 480))
+        _shoot(window, "keyring-notice", (width, height))
 
     box = notice.show_how_to_fix()
     assert isinstance(box, QMessageBox) and box.isVisible()
