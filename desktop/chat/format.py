@@ -106,17 +106,20 @@ def tokens_text(row: dict[str, Any], counted_note: bool = False) -> str:
     return text
 
 
-def _figures(row: dict[str, Any], counted_note: bool = False) -> list[str]:
+def _figures(row: dict[str, Any], counted_note: bool = False, compact: bool = False) -> list[str]:
+    """The figures of a call as parts of a line; ``compact`` leaves out the cached tokens and
+    an unknown cost (the tooltip and the timeline have them)."""
     parts: list[str] = []
     if row.get("ttft_ms") is not None:
         parts.append(f"TTFT {_num(row['ttft_ms'])} ms")
     if row.get("decode_tok_s") is not None:
         parts.append(f"{_num(row['decode_tok_s'])} tok/s")
-    tokens = tokens_text(row, counted_note)
+    tokens = tokens_text({**row, "cached_tokens": None} if compact else row, counted_note)
     if tokens:
         parts.append(tokens)
-    if tokens or row.get("cost_usd") is not None:
-        parts.append(row_cost_text(row))
+    cost = row_cost_text(row)
+    if (tokens or row.get("cost_usd") is not None) and not (compact and cost == UNKNOWN_COST):
+        parts.append(cost)
     finish = finish_words(row.get("finish_reason"))
     if finish:
         parts.append(finish)
@@ -148,6 +151,22 @@ def stats_line(
     elif model:
         parts.append(short_model_name(model))
     return " · ".join(parts + _figures(row))
+
+
+def stats_line_variants(
+    row: dict[str, Any] | None, agent: str | None = None, model: str | None = None
+) -> list[str]:
+    """``stats_line`` and shorter wordings of it for a narrow footer, longest first: without
+    the agent (the bubble names it above), the figures alone, then the figures without the
+    cached tokens and an unknown cost. Never empty (``[""]`` for no row)."""
+    full = stats_line(row, agent, model)
+    if not row:
+        return [full]
+    name = short_model_name(_model_of(row, model)) if agent else ""
+    figures = _figures(row)
+    lines = [full, " · ".join([name, *figures] if name else figures)]
+    lines += [" · ".join(figures), " · ".join(_figures(row, compact=True))]
+    return [line for n, line in enumerate(lines) if line and line not in lines[:n]] or [full]
 
 
 def stats_details(row: dict[str, Any] | None) -> str:

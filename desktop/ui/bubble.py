@@ -36,7 +36,7 @@ from desktop.ui.bubble_parts import (
 )
 from desktop.ui.markdown import Code, Prose, prose_html, split_segments
 from desktop.ui.stream_text import StreamText
-from desktop.ui.text_format import format_stats, stats_tooltip, truncate_for_display
+from desktop.ui.text_format import footer_lines, stats_tooltip, truncate_for_display
 from desktop.ui.theme import current_colors
 
 BUBBLE_MAX_WIDTH = 820
@@ -468,11 +468,11 @@ class MessageBubble(QFrame):
         )
         self.action_buttons["delete"].setVisible(not streaming)
 
-        line = ""
+        line, shorter = "", []
         if assistant and message.status not in ("streaming", "error"):
-            line = format_stats(stats, message.agent_name, message.model)
+            line, *shorter = footer_lines(stats, message.agent_name, message.model)
         tip = stats_tooltip(stats, message.agent_name, message.model)
-        self.footer.set_stats(line, tip, None if streaming else stats)
+        self.footer.set_stats(line, tip, None if streaming else stats, shorter)
         self._show_footer()
         self._fit_width()
 

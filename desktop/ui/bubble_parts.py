@@ -8,7 +8,7 @@ classes of their own that a bubble builds the first time it needs one: a bubble 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import shiboken6
@@ -289,9 +289,16 @@ class StatsFooter(QWidget):
     def text(self) -> str:
         return self.line.text()
 
-    def set_stats(self, line: str, tooltip: str, stats: dict[str, Any] | None) -> None:
-        """The line and tooltip; the button shows when the row holds any time at all."""
-        self.line.setText(line)
+    def set_stats(
+        self,
+        line: str,
+        tooltip: str,
+        stats: dict[str, Any] | None,
+        shorter: Sequence[str] = (),
+    ) -> None:
+        """The line (or the first of the ``shorter`` wordings that fits) and the tooltip; the
+        button shows when the row holds any time at all."""
+        self.line.set_texts([line, *shorter])
         self.setToolTip(tooltip)
         self.line.setToolTip(tooltip)
         changed = stats is not None and stats != self.stats

@@ -1,8 +1,11 @@
 """A one-line label that elides what does not fit ("Archivist · qwen2.5-7b… · TTFT 85 ms…")
 instead of wrapping or widening its parent; the full text stays its ``text()``, and, unless
-the caller gives one, its tooltip while elided."""
+the caller gives one, its tooltip while elided. ``set_texts`` gives shorter wordings to try
+first (the stats footer drops the names before it cuts a figure)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QResizeEvent, QShowEvent
@@ -20,6 +23,7 @@ class ElidedLabel(QLabel):
     ) -> None:
         super().__init__(parent)
         self._full = ""
+        self._shorter: list[str] = []
         self._mode = mode
         self._auto_tip = False
         self.setWordWrap(False)
@@ -35,7 +39,13 @@ class ElidedLabel(QLabel):
         return self.shown_text() != self._full
 
     def setText(self, text: str) -> None:  # type: ignore[override]
-        self._full = " ".join(text.split("\n")) if "\n" in text else text
+        self.set_texts([text])
+
+    def set_texts(self, texts: Sequence[str]) -> None:
+        """The whole text first, then shorter wordings: the first that fits is shown, else
+        the last one, elided."""
+        lines = [" ".join(t.split("\n")) if "\n" in t else t for t in texts] or [""]
+        self._full, self._shorter = lines[0], lines[1:]
         self.setAccessibleName(self._full)  # a screen reader reads it all
         self.updateGeometry()
         self._refit()
@@ -45,8 +55,11 @@ class ElidedLabel(QLabel):
         super().setToolTip(tip)
 
     def _refit(self) -> None:
-        width = self.contentsRect().width()
-        shown = self.fontMetrics().elidedText(self._full, self._mode, max(0, width))
+        width = max(0, self.contentsRect().width())
+        metrics = self.fontMetrics()
+        fits = (t for t in (self._full, *self._shorter) if metrics.horizontalAdvance(t) <= width)
+        last = self._shorter[-1] if self._shorter else self._full
+        shown = next(fits, None) or metrics.elidedText(last, self._mode, width)
         if shown != super().text():
             super().setText(shown)
         if self._auto_tip or not self.toolTip():

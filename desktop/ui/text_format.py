@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from desktop.chat.format import stats_line, stats_tooltip_text
+from desktop.chat.format import stats_line, stats_line_variants, stats_tooltip_text
 
 DISPLAY_LIMIT = 20_000
 
@@ -23,6 +23,14 @@ def format_stats(
     """ "Agent · model · TTFT 85 ms · 112 tok/s · 32 → 57 tokens" from an inference_stats row
     (the model by its short name, see ``desktop.chat.format.short_model_name``)."""
     return stats_line(row, agent, model)
+
+
+def footer_lines(
+    row: dict[str, Any] | None, agent: str | None = None, model: str | None = None
+) -> list[str]:
+    """The footer's line, then shorter wordings for a narrow bubble (see
+    ``desktop.chat.format.stats_line_variants``)."""
+    return stats_line_variants(row, agent, model)
 
 
 def stats_tooltip(

@@ -11,6 +11,7 @@ from desktop.chat.format import (
     MODEL_NAME_CHARS,
     short_model_name,
     stats_line,
+    stats_line_variants,
     stats_tooltip_text,
 )
 from desktop.store.agents import Agent
@@ -95,3 +96,23 @@ def test_headers_and_sidebar_subtitles_use_the_same_short_name(services: Any) ->
         "· qwen2.5-7b-instruct-q4_k_m.gguf"
     )
     assert agent_status.subtitle(services.local, agent, full=True).endswith(GGUF)
+
+
+def test_a_narrow_footer_drops_the_names_before_a_figure() -> None:
+    row = {
+        "ttft_ms": 212.0,
+        "decode_tok_s": 41.3,
+        "prompt_tokens": 1234,
+        "cached_tokens": 1024,
+        "output_tokens": 321,
+        "finish_reason": "cancelled",
+    }
+    assert stats_line_variants(row, "Box server", GGUF) == [
+        "Box server · qwen2.5-7b-instruct-q4_k_m.gguf · TTFT 212 ms · 41 tok/s · "
+        "1,234 (1,024 cached) → 321 tokens · — · stopped",
+        "qwen2.5-7b-instruct-q4_k_m.gguf · TTFT 212 ms · 41 tok/s · "
+        "1,234 (1,024 cached) → 321 tokens · — · stopped",
+        "TTFT 212 ms · 41 tok/s · 1,234 (1,024 cached) → 321 tokens · — · stopped",
+        "TTFT 212 ms · 41 tok/s · 1,234 → 321 tokens · stopped",
+    ]
+    assert stats_line_variants(None) == [""]
