@@ -59,6 +59,7 @@ from desktop.ui.dashboard_data import (
     summary_cells,
 )
 from desktop.ui.dashboard_picker import AgentPicker
+from desktop.ui.elided_label import ElidedLabel
 from desktop.ui.widgets import hbox, vbox
 
 log = logging.getLogger("simi.ui.dashboard")
@@ -171,9 +172,8 @@ class StatsPage(QWidget):
             button.setToolTip("Save every call of the chosen agents in the date range, all columns")
             button.clicked.connect(lambda _=False, f=fmt: self.export(f))
             row.addWidget(button)
-        self.message = QLabel("")
+        self.message = ElidedLabel("")  # one line; the whole text in its tooltip
         self.message.setObjectName("DashboardMessage")
-        self.message.setWordWrap(True)
         row.addWidget(self.message, 1)
         return row
 
@@ -233,9 +233,8 @@ class StatsPage(QWidget):
             self.metric_box.addItem(m.label, m.key)
         self.metric_box.currentIndexChanged.connect(lambda _i: self.reload())
         chart_row.addWidget(self.metric_box)
-        self.chart_note = QLabel("")
+        self.chart_note = ElidedLabel("")
         self.chart_note.setObjectName("EmptyHint")
-        self.chart_note.setWordWrap(True)
         chart_row.addWidget(self.chart_note, 1)
         layout.addLayout(chart_row)
         self.chart = TimeChart()
