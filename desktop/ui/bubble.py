@@ -38,6 +38,7 @@ from desktop.ui.markdown import Code, Prose, prose_html, split_segments
 from desktop.ui.stream_text import StreamText
 from desktop.ui.text_format import footer_lines, stats_tooltip, truncate_for_display
 from desktop.ui.theme import current_colors
+from desktop.ui.widgets import FlowLayout
 
 BUBBLE_MAX_WIDTH = 820
 BUBBLE_PADDING_PX = 14
@@ -126,9 +127,7 @@ class MessageBubble(QFrame):
         self.footer.hide()
         layout.addWidget(self.footer)
 
-        actions = QHBoxLayout()
-        actions.setSpacing(0)
-        actions.setContentsMargins(0, 0, 0, 0)
+        actions = FlowLayout()  # wraps in a narrow bubble or at a large text size, never cut
         self.action_buttons: dict[str, QToolButton] = {}
         for key, text, tip in (
             ("copy", "Copy", "Copy this message"),
@@ -142,7 +141,6 @@ class MessageBubble(QFrame):
             button.clicked.connect(self._action_slot(key))
             actions.addWidget(button)
             self.action_buttons[key] = button
-        actions.addStretch(1)
         self.copy_button = self.action_buttons["copy"]
         layout.addLayout(actions)
 
