@@ -245,12 +245,13 @@ QToolButton#InfoAction:hover, QToolButton#InfoClose:hover {{ background: {c.warn
 QStatusBar {{ background: {c.window}; color: {c.muted}; border-top: 1px solid {c.border}; }}
 QStatusBar QLabel {{ color: {c.muted}; padding: 0 8px; }}
 
-QLineEdit, QPlainTextEdit, QComboBox, QSpinBox {{ background: {c.surface}; color: {c.text};
+QLineEdit, QPlainTextEdit, QComboBox, QSpinBox, QDateEdit {{ background: {c.surface};
+              color: {c.text};
               border: 1px solid {c.border}; border-radius: 6px; padding: 5px 8px; }}
-QComboBox {{ padding-right: 26px; }}
-QComboBox::drop-down {{ subcontrol-origin: border; subcontrol-position: center right;
-              border: none; width: 24px; }}
-QComboBox::down-arrow {{ image: {down}; width: 12px; height: 12px; }}
+QComboBox, QDateEdit {{ padding-right: 26px; }}
+QComboBox::drop-down, QDateEdit::drop-down {{ subcontrol-origin: border;
+              subcontrol-position: center right; border: none; width: 24px; }}
+QComboBox::down-arrow, QDateEdit::down-arrow {{ image: {down}; width: 12px; height: 12px; }}
 QComboBox::down-arrow:disabled {{ image: {down}; }}
 QSpinBox {{ padding-right: 22px; }}
 QSpinBox::up-button, QSpinBox::down-button {{ subcontrol-origin: border; width: 20px;
@@ -262,7 +263,7 @@ QSpinBox::down-arrow {{ image: {down}; width: 10px; height: 10px; }}
 QSpinBox::up-button:hover, QSpinBox::down-button:hover {{ background: {c.selection}; }}
 QComboBox QAbstractItemView {{ background: {c.raised}; color: {c.text};
               selection-background-color: {c.selection}; selection-color: {c.text}; }}
-QLineEdit:focus, QPlainTextEdit:focus, QComboBox:focus, QSpinBox:focus {{
+QLineEdit:focus, QPlainTextEdit:focus, QComboBox:focus, QSpinBox:focus, QDateEdit:focus {{
               border-color: {c.accent}; }}
 QCheckBox {{ spacing: 8px; }}
 QCheckBox::indicator {{ width: 14px; height: 14px; border: 1px solid {c.muted};
