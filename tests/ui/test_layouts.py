@@ -333,3 +333,29 @@ def test_the_narrowest_sidebar_still_fits_what_it_holds(full_window: Any) -> Non
         problems = _problems(window)
         assert problems == [], f"{width}x{height}, sidebar 220 px:\n" + "\n".join(problems)
     _shoot(window, "narrow-sidebar", (width, height))
+
+
+def test_a_row_of_buttons_wraps_instead_of_cutting_them(qtbot: Any, qloop: Any) -> None:
+    """widgets.FlowLayout (a reply's actions): narrow, the buttons go onto a second line, each
+    whole; wide, they sit on one line."""
+    from PySide6.QtWidgets import QToolButton
+
+    from desktop.ui.widgets import FlowLayout, vbox
+
+    host = QWidget()
+    qtbot.addWidget(host)
+    column = vbox(host)
+    row = FlowLayout()
+    buttons = [QToolButton(text=t) for t in ("Copy", "Regenerate", "Regenerate with…", "Delete")]
+    for button in buttons:
+        row.addWidget(button)
+    column.addLayout(row)
+    column.addStretch(1)
+    host.show()
+    one_line = sum(b.sizeHint().width() for b in buttons)
+    for width, wraps in ((one_line + 40, False), (one_line // 2, True)):
+        host.resize(width, 200)
+        _settle()
+        assert (len({b.y() for b in buttons}) > 1) == wraps, width
+        assert all(b.width() >= b.sizeHint().width() for b in buttons)
+        assert _problems(host) == []
