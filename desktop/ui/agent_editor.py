@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -109,6 +109,8 @@ class AgentEditorDialog(QDialog):
         column.setContentsMargins(20, 16, 20, 8)
         column.setSpacing(12)
         scroll.setWidget(content)
+        content.setMaximumWidth(880)  # a maximised editor keeps rows a reader can follow
+        scroll.setAlignment(Qt.AlignmentFlag.AlignHCenter)
         outer.addWidget(scroll, 1)
 
         basics = self._form.group("Agent")
