@@ -82,6 +82,8 @@ class AgentSidebar(QWidget):
         self.agent_list.setObjectName("AgentList")
         self.agent_list.setItemDelegate(TwoLineDelegate(self.agent_list, icon_size=BADGE_PX))
         self.agent_list.setMouseTracking(True)
+        # rows elide to the sidebar's width: never a sideways scroll bar
+        self.agent_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.agent_list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.agent_list.customContextMenuRequested.connect(self._menu)
         self.agent_list.itemClicked.connect(self._clicked)

@@ -288,6 +288,11 @@ QScrollBar::handle:vertical {{ background: {c.border}; border-radius: 4px; min-h
 QScrollBar::handle:vertical:hover {{ background: {c.muted}; }}
 QScrollBar::add-line:vertical, QScrollBar::sub-line:vertical {{ height: 0; }}
 QScrollBar::add-page:vertical, QScrollBar::sub-page:vertical {{ background: transparent; }}
+QScrollBar:horizontal {{ background: transparent; height: 10px; margin: 2px; }}
+QScrollBar::handle:horizontal {{ background: {c.border}; border-radius: 4px; min-width: 32px; }}
+QScrollBar::handle:horizontal:hover {{ background: {c.muted}; }}
+QScrollBar::add-line:horizontal, QScrollBar::sub-line:horizontal {{ width: 0; }}
+QScrollBar::add-page:horizontal, QScrollBar::sub-page:horizontal {{ background: transparent; }}
 QFrame#Bubble[found="true"] {{ border: 2px solid {c.accent}; }}
 QToolButton#BubbleAction {{ color: {c.muted}; border: 1px solid transparent; border-radius: 5px;
               padding: 1px 4px; font-size: 11px; background: transparent; }}
