@@ -205,7 +205,8 @@ def say(label: QLabel, text: str, tone: str) -> None:
         "error": colors.error_text,
     }.get(tone, colors.muted)
     label.setProperty("tone", tone)
-    label.setStyleSheet(f"color: {color}; font-size: 12px;")
+    size = round(12 * theme.current_text_scale())
+    label.setStyleSheet(f"color: {color}; font-size: {size}px;")
     label.setText(text)
     label.setVisible(bool(text))
 

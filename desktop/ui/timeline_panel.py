@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 
 from desktop.chat.timeline import Marker, Segment, Timeline, build_timeline
 from desktop.chat.timeline_facts import Fact
-from desktop.ui.theme import Colors, current_colors
+from desktop.ui.theme import Colors, current_colors, current_text_scale, scale_font_sizes
 from desktop.ui.timeline_chart import SplitBar, TimelineChart, kind_color
 from desktop.ui.timeline_help import TimelineHelp
 
@@ -287,7 +287,7 @@ class TimelinePanel(QDialog):
         if self._styled_dark == colors.dark:
             return
         self._styled_dark = colors.dark
-        self.setStyleSheet(_panel_style(colors))
+        self.setStyleSheet(scale_font_sizes(_panel_style(colors), current_text_scale()))
         for swatch in self.findChildren(QLabel):
             kind = swatch.property("kind")
             if kind:
