@@ -15,6 +15,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
 
 from desktop.local.catalog import InfoCache, ModelFileError, ModelInfo
+from desktop.local.context_size import automatic_n_ctx, available_ram
 from desktop.local.gpu import GpuSupport, detect
 from desktop.local.memory import MemoryEstimate, estimate, format_bytes
 from desktop.local.starter import resolve_model_path
@@ -113,7 +114,8 @@ class MemoryEstimateView(QWidget):
         self._flash_attn = flash_attn
         resolved = resolve_model_path(model_path.strip()) if model_path else None
         path = str(resolved) if resolved else None
-        args = (path, max(1, _int(n_ctx, 2048)), kv_type or "f16", _int(n_gpu_layers, 0))
+        # an empty context field: 0, the automatic size (worked out once the header is read)
+        args = (path, max(0, _int(n_ctx, 0)), kv_type or "f16", _int(n_gpu_layers, 0))
         self._args = args
         if path is None:
             self._show(None, None, "Choose a model file to see how much memory it needs.")
@@ -148,6 +150,8 @@ class MemoryEstimateView(QWidget):
         if isinstance(result, ModelFileError):
             self._show(None, None, result.user_message)
             return
+        if not n_ctx:  # what saving the agent with the field empty gives it (/proc: µs)
+            n_ctx = automatic_n_ctx(result, available_ram())
         if self._gpu is None:
             self._gpu = detect(with_devices=False)
         offload = self._gpu.gpu_offload

@@ -55,8 +55,8 @@ def test_prompt_cache_is_reused_across_turns_in_the_worker(services) -> None:
     # draws those from these figures. The second paid for neither.
     assert first["worker_start_ms"] > 0 and first["load_ms"] > 0
     assert first["timing_source"] == "llama.cpp" and first["prefill_source"] == "measured"
-    # the 2,048-token context of 30 layers x 3 KV heads x 64 dims x 2 (K and V) x f16
-    assert first["kv_cache_bytes"] == 2048 * 30 * 3 * 64 * 2 * 2
+    # the context's cells x 30 layers x 3 KV heads x 64 dims x 2 (K and V) x f16 bytes
+    assert first["kv_cache_bytes"] == first["n_ctx"] * 30 * 3 * 64 * 2 * 2
     stats = second.stats
     assert stats["worker_start_ms"] is None
     assert stats["cached_tokens"] > 10 and stats["load_ms"] is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from desktop.local.catalog import InfoCache
+from desktop.local.context_size import automatic_n_ctx, available_ram
 from desktop.local.gpu import detect
 from desktop.local.memory import estimate
 from desktop.local.starter import STARTER_REF
@@ -34,6 +35,11 @@ def test_estimate_updates_live_and_reads_the_header_once(qtbot, qloop, tmp_path:
     view.update_for(STARTER_REF, "2048", "f16", "-1")
     if not detect(with_devices=False).gpu_offload:
         assert "CPU-only" in view.notes.text() and view.current.vram == 0
+
+    # an empty context field estimates what saving gives the agent: the automatic size
+    view.update_for(STARTER_REF, "", "f16", "0")
+    automatic = automatic_n_ctx(info, available_ram())
+    assert view.current.kv_cache == estimate(info, automatic, "f16").kv_cache
 
 
 def test_bad_file_and_no_file_say_why(qtbot, qloop, tmp_path: Path) -> None:

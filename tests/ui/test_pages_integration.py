@@ -30,6 +30,8 @@ def test_agent_editor_shows_a_live_memory_estimate(window: Any, qtbot: Any) -> N
     dialog = window.agents.editor(window.current_agent)
     view = dialog.memory_slot.itemAt(0).widget()
     qtbot.waitUntil(lambda: view.current is not None, timeout=20_000)
+    dialog.n_ctx.setText("2048")
+    qtbot.waitUntil(lambda: view.current is not None and view.current.kv_cells == 2048)
     small = view.current.kv_cache
     dialog.n_ctx.setText("8192")
     qtbot.waitUntil(lambda: view.current is not None and view.current.kv_cache != small)
