@@ -47,10 +47,10 @@ Invoke-Checked $py -m pip install --quiet --disable-pip-version-check --upgrade 
 #   the build machine (`simi --version --verbose` and llama_cpp.llama_print_system_info() show
 #   what a build uses). scripts/lib.sh's -mno-amx-* flags are GCC flags for its -march=native
 #   Linux build and do not apply here.
-# - CUDA: built here with CMAKE_ARGS=-DGGML_CUDA=on against the installed toolkit. The bundle
-#   then carries ggml-cuda.dll but not the CUDA runtime: the person needs a recent NVIDIA
-#   driver; cudart/cublas DLLs must be copied next to it (PyInstaller finds them when CUDA_PATH
-#   \bin is on PATH) and add ~500 MiB, so ship it as a separate "-cuda" installer.
+# - CUDA: built here with CMAKE_ARGS=-DGGML_CUDA=on against the installed toolkit. ggml-cuda.dll
+#   links the CUDA runtime and cuBLAS (cudart64_12.dll, cublas64_12.dll, cublasLt64_12.dll);
+#   PyInstaller collects them when %CUDA_PATH%\bin is on PATH, ~500 MiB more, so this is a
+#   separate "-cuda" installer. The person also needs a recent NVIDIA driver (not bundled).
 $llamaSpec = "llama-cpp-python>=0.3.9,<0.4"
 # Windows PowerShell 5 turns a redirected stderr line into an error under "Stop": relax it here.
 $ErrorActionPreference = "Continue"
