@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -112,6 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog="simi", description=f"{APP_NAME}: many AI models, one desktop workspace."
     )
     parser.add_argument("--version", action="version", version=f"{APP_NAME} {__version__}")
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="with --version: also Python, Qt, the llama.cpp build and backend, the data "
+        "folder and the licences of bundled parts",
+    )
     sub = parser.add_subparsers(dest="command")
 
     ask = sub.add_parser("ask", help="send one prompt to an agent and stream the reply")
@@ -165,7 +172,24 @@ def _err(text: str) -> None:
     print(f"simi: {text}", file=sys.stderr)
 
 
+def _wants_verbose_version(argv: Sequence[str]) -> bool:
+    """`simi --version --verbose` (either order, before any sub-command)."""
+    top: list[str] = []
+    for arg in argv:
+        if not arg.startswith("-"):
+            break
+        top.append(arg)
+    return "--version" in top and "--verbose" in top
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    if _wants_verbose_version(sys.argv[1:] if argv is None else argv):
+        from desktop.identity import price_check, verbose_text
+
+        print(verbose_text())
+        if os.environ.get("SIMI_SELF_CHECK") == "1":
+            print(price_check())
+        return 0
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

@@ -1,17 +1,13 @@
 """Help → About SIMI Multi: the version, what it runs on (llama.cpp, Qt, Python, the system),
 where its data is, its licence, and "Copy" to paste all of it into a bug report.
 
-Versions are read from the installed packages' metadata: nothing is imported to learn them
-(llama.cpp is never loaded in the app's process).
+The facts come from desktop/identity.py, which `simi --version --verbose` prints too; llama.cpp
+is never loaded in the app's process to learn them.
 """
 
 from __future__ import annotations
 
-import platform
-from importlib import metadata
-
-import PySide6
-from PySide6.QtCore import Qt, qVersion
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QDialog,
@@ -24,35 +20,16 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import APP_NAME, __version__
-from desktop.local.starter import STARTER_MODEL_NAME, starter_model_path
+from desktop.identity import LICENCE, SUMMARY, identity, licences_text
 from desktop.settings.paths import AppPaths
 
-LICENCE = "Apache License 2.0"
-SUMMARY = "A desktop workspace for talking to many AI models at once, with every reply measured."
-
-
-def _package_version(name: str) -> str | None:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
+__all__ = ["LICENCE", "SUMMARY", "AboutDialog", "facts", "open_about", "report_text"]
 
 
 def facts(paths: AppPaths | None = None) -> list[tuple[str, str]]:
-    """(what, value) rows of the About window, in order."""
-    paths = paths or AppPaths.from_env()
-    llama = _package_version("llama_cpp_python")
-    starter = "installed" if starter_model_path() is not None else "not installed"
-    return [
-        ("Version", __version__),
-        ("llama.cpp", f"llama-cpp-python {llama}" if llama else "not installed"),
-        ("Starter model", f"{STARTER_MODEL_NAME} ({starter})"),
-        ("Qt", f"{qVersion()} (PySide6 {PySide6.__version__})"),
-        ("Python", platform.python_version()),
-        ("System", f"{platform.system()} {platform.release()} ({platform.machine()})"),
-        ("Data folder", str(paths.data_dir)),
-        ("Licence", LICENCE),
-    ]
+    """(what, value) rows of the About window, in order: the same facts as
+    `simi --version --verbose` (desktop/identity.py)."""
+    return [*identity(paths).rows(), ("Bundled parts", licences_text())]
 
 
 def report_text(rows: list[tuple[str, str]]) -> str:
