@@ -10,6 +10,7 @@ import asyncio
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
@@ -93,6 +94,50 @@ def install_quit_signals(app: object, window: object) -> None:
     wake.start()
 
 
+def _process_start() -> float:
+    """When this process started (epoch seconds): /proc on Linux, else this module's import."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/stat", encoding="ascii") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return _IMPORTED_AT
+
+
+_IMPORTED_AT = time.time()
+
+
+def exit_after_first_paint(app: object, window: object) -> None:
+    """SIMI_EXIT_AFTER_FIRST_PAINT=1 (bench/startup.py): at the window's first paint print
+    {"first_paint_s": …} on stdout, from the process start (or from SIMI_BENCH_T0, epoch
+    seconds, when the caller sets it), then close the window the normal way."""
+    from PySide6.QtCore import QEvent, QObject, QTimer
+
+    started = float(os.environ.get("SIMI_BENCH_T0") or _process_start())
+
+    class FirstPaint(QObject):
+        seen = False
+
+        def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+            if (
+                not self.seen
+                and event.type() == QEvent.Type.Paint
+                and getattr(obj, "window", lambda: None)() is window
+            ):
+                self.seen = True
+                elapsed = time.time() - started
+                import json
+
+                print(json.dumps({"first_paint_s": round(elapsed, 4)}), flush=True)
+                QTimer.singleShot(0, window.close)  # type: ignore[attr-defined]
+            return False
+
+    watcher = FirstPaint(app)  # type: ignore[arg-type]
+    app.installEventFilter(watcher)  # type: ignore[attr-defined]
+
+
 def run_app(argv: list[str] | None = None) -> int:
     """Show the window and run until it is closed. Returns the process exit code."""
     from PySide6.QtCore import QTimer
@@ -132,6 +177,8 @@ def run_app(argv: list[str] | None = None) -> int:
             closed.set_result(None)
 
     window.closed.connect(on_closed)
+    if os.environ.get("SIMI_EXIT_AFTER_FIRST_PAINT") == "1":
+        exit_after_first_paint(app, window)
     window.show()
     install_quit_signals(app, window)
     log.info("window shown")
