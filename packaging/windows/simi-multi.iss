@@ -143,7 +143,10 @@ var
 begin
   Remove := False;
 #if PREPROCVER >= EncodeVer(6, 6, 0, 0)
-  { 6.6.0 changed the signature: the size is given here and is read-only afterwards. }
+  { 6.6.0 changed the signature: the size is given here and is read-only afterwards. The
+    6.6 help says to pass ScaleX/ScaleY values; a later help page says the function scales
+    them itself. If the dialog comes out too large at 150-200 % display scaling, pass the
+    plain numbers 440 and 170. Everything below is laid out from Form.ClientWidth/Height. }
   Form := CreateCustomForm(ScaleX(440), ScaleY(170), False, False);
 #else
   Form := CreateCustomForm;
