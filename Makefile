@@ -18,4 +18,4 @@ smoke-test:
 	packaging/linux/smoke-test
 
 clean-dist:
-	rm -rf dist build/pyinstaller
+	rm -rf dist build/pyinstaller build/pyinstaller-portable

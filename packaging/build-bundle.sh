@@ -17,8 +17,11 @@ cd "$(dirname "$0")/.."
 source scripts/lib.sh
 
 venv=.venv
+dist="${DIST:-dist}"  # where the bundle goes (dist/simi-multi/)
+work=build/pyinstaller
 if [[ "${PORTABLE:-0}" == 1 ]]; then
   venv=build/bundle-venv
+  work=build/pyinstaller-portable
   if [[ ! -x "$venv/bin/python" ]]; then
     step "Creating $venv"
     "$PYTHON" -m venv "$venv"
@@ -42,14 +45,14 @@ fi
 
 "$venv/bin/pip" install --quiet --disable-pip-version-check "pyinstaller>=6,<7"
 start=$(date +%s)
-"$venv/bin/pyinstaller" packaging/simi.spec --noconfirm --distpath dist --workpath build/pyinstaller
+"$venv/bin/pyinstaller" packaging/simi.spec --noconfirm --distpath "$dist" --workpath "$work"
 echo "built in $(($(date +%s) - start)) s"
 
 # llama-cpp-python's wheel holds every library three times (libX.so, libX.so.0, libX.so.0.N.M:
 # copies, not links) and PyInstaller puts the sonames the others link to at the top level as
 # well. Keep one file each: the rest become symbolic links to it (the loader then also maps
 # each library once).
-lib=dist/simi-multi/_internal/llama_cpp/lib
+lib="$dist/simi-multi/_internal/llama_cpp/lib"
 for f in "$lib"/lib*.so*; do
   [[ -L "$f" ]] && continue
   name=$(basename "$f")
@@ -65,11 +68,11 @@ done
 
 # Debug info out of the libraries that carry it (libpython: ~18 MiB). Never numpy.libs: a
 # stripped OpenBLAS fails to load ("ELF load command address/offset not page-aligned").
-find dist/simi-multi/_internal -type f -name '*.so*' ! -path '*/numpy.libs/*' -print0 \
+find "$dist/simi-multi/_internal" -type f -name '*.so*' ! -path '*/numpy.libs/*' -print0 \
   | xargs -0 file | awk -F: '/with debug_info/ {print $1}' \
   | while read -r f; do strip --strip-debug "$f"; done
 
-app=dist/simi-multi/simi-multi
+app="$dist/simi-multi/simi-multi"
 home=$(mktemp -d)
 trap 'rm -rf "$home"' EXIT
 "$app" --version
@@ -92,5 +95,5 @@ EOF
 SIMI_HOME="$home" QT_QPA_PLATFORM=offscreen SIMI_SCREENSHOT="$home/window.png" "$app"
 test -s "$home/window.png"
 SIMI_HOME="$home" QT_QPA_PLATFORM=offscreen SIMI_EXIT_AFTER_FIRST_PAINT=1 "$app"
-du -sm dist/simi-multi
+du -sm "$dist/simi-multi"
 echo "bundle OK: $app"
