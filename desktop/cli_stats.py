@@ -11,22 +11,22 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from desktop.chat.format import UNKNOWN_COST, cost_text
-from desktop.store.stats import (
-    EXPORT_COLUMNS,
-    SUMMARY_KEYS,
-    StatsFilter,
-    parse_when,
-    rows_to_csv,
-    rows_to_json,
-)
+
+if TYPE_CHECKING:
+    from desktop.store.stats import StatsFilter
+
+# desktop.store.stats (sqlite_utils, ~170 ms) is imported when a stats command runs, not when
+# `simi` builds its parser: `simi --version` and `simi ask` don't pay for it.
 
 
 def _date(text: str) -> str:
     """An argparse ``type``: the date as given, once it parses (``StatsFilter`` reads it).
     A bad one is a usage error in words: "argument --since: expected a date like …"."""
+    from desktop.store.stats import parse_when
+
     try:
         parse_when(text)
     except ValueError as exc:
@@ -72,6 +72,14 @@ def run(services: Any, args: argparse.Namespace) -> int:
 
 
 def _run(services: Any, args: argparse.Namespace) -> int:
+    from desktop.store.stats import (
+        EXPORT_COLUMNS,
+        SUMMARY_KEYS,
+        StatsFilter,
+        rows_to_csv,
+        rows_to_json,
+    )
+
     f = StatsFilter(tuple(args.agent or ()), args.since, args.until)
     out = sys.stdout
     if args.rows:

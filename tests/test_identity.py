@@ -74,3 +74,17 @@ def test_verbose_version_loads_neither_qt_nor_llama_cpp() -> None:
 def test_the_backend_is_cpu_for_a_build_without_gpu_libraries() -> None:
     assert identity().backend in {"CPU", "CUDA", "ROCm", "Metal", "Vulkan", "SYCL", "OpenCL"}
     assert verbose_text().count("\n") > len(BUNDLED_LICENCES)
+
+
+def test_building_the_command_line_loads_no_store_qt_or_llama_cpp() -> None:
+    """`simi --version` (and the parser every command builds first) imports neither the
+    store's sqlite_utils (~170 ms with numpy), Qt nor llama.cpp: commands import what they
+    use when they run."""
+    code = (
+        "import sys\n"
+        "import desktop.cli\n"
+        "heavy = ('sqlite_utils', 'numpy', 'PySide6', 'llama_cpp', 'genai_prices')\n"
+        "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in heavy)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
