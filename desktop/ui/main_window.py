@@ -305,6 +305,9 @@ class MainWindow(QMainWindow):
                 return agent
         return None
 
+    def conversation_deleted_elsewhere(self, conversation_id: int) -> None:
+        self._conversation_deleted(conversation_id)
+
     def _conversation_deleted(self, conversation_id: int) -> None:
         pane = self.pane_stack.forget(conversation_id)
         if pane is None:

@@ -66,6 +66,20 @@ def refresh_from_store(window: MainWindow) -> None:
         window.browser.reload(current=window.conversation_id)
     for view, value in kept:
         view.verticalScrollBar().setValue(value)
+    _close_gone_conversations(window)
+
+
+def _close_gone_conversations(window: MainWindow) -> None:
+    """An open conversation deleted elsewhere closes as if deleted here (the shown one gives
+    way to a new chat); one still streaming a reply is left to finish."""
+    store = window.services.conversations
+    for pane in list(window.panes):
+        conv_id = pane.conversation_id
+        if conv_id is None or pane.busy:
+            continue
+        conv = store.get(conv_id)
+        if conv is None or conv.deleted_at is not None:
+            window.conversation_deleted_elsewhere(conv_id)
 
 
 def watch_store(window: MainWindow) -> StoreWatch:

@@ -198,3 +198,18 @@ def test_an_open_agent_editor_is_left_alone_and_the_list_follows_when_it_closes(
     editor.reject()
     qtbot.waitUntil(lambda: "Zed" in _agent_names(window), timeout=SHOWS_WITHIN_MS)
     editor.deleteLater()
+
+
+def test_the_shown_conversation_deleted_elsewhere_gives_way_to_a_new_chat(
+    qtbot: Any, services: Any, make_window: Any, other_door: Services
+) -> None:
+    agent_id = services.agents.by_name(STARTER).id
+    conv = services.conversations.create(agent_id, "About to go")
+    services.conversations.add_message(conv.id, "user", "Still here?")
+    window = make_window(services)
+    window.open_conversation(conv.id)
+    assert window.conversation_id == conv.id
+    other_door.conversations.trash(conv.id)
+    qtbot.waitUntil(lambda: window.conversation_id is None, timeout=SHOWS_WITHIN_MS)
+    assert conv.id not in _listed(window)
+    assert not [p for p in window.panes if p.conversation_id == conv.id]  # its pane closed
