@@ -118,7 +118,13 @@ def _figures(row: dict[str, Any], counted_note: bool = False, compact: bool = Fa
     if tokens:
         parts.append(tokens)
     cost = row_cost_text(row)
-    if (tokens or row.get("cost_usd") is not None) and not (compact and cost == UNKNOWN_COST):
+    # a local model's cost says nothing on every line (it is free): the timeline says it
+    local = row.get("price_source") == "local" or row.get("provider_kind") == "local"
+    if (
+        (tokens or row.get("cost_usd") is not None)
+        and not local
+        and not (compact and cost == UNKNOWN_COST)
+    ):
         parts.append(cost)
     finish = finish_words(row.get("finish_reason"))
     if finish:

@@ -80,7 +80,8 @@ def test_a_stopped_reply_shows_what_is_known_and_no_question_marks() -> None:
         "price_source": "local",
     }
     line = stats_line(row, "Starter", "smollm2-360m-instruct-q8_0.gguf")
-    assert line == "Starter · smollm2-360m-instruct-q8_0.gguf · 81 tokens · local · stopped"
+    # a local model is free: its cost is not repeated on every line (the timeline says it)
+    assert line == "Starter · smollm2-360m-instruct-q8_0.gguf · 81 tokens · stopped"
     assert "?" not in line and "counted" not in line
     assert "81 tokens (counted)" in stats_tooltip_text(row, "Starter")
     only_prompt = stats_line({"prompt_tokens": 40, "finish_reason": "length"})

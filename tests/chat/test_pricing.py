@@ -175,7 +175,10 @@ def test_a_local_agent_costs_nothing_and_says_local(services: Any) -> None:
     # no dataset needed: known at once, even before the price book is warm
     assert not services.chat.prices.ready
     assert services.chat.prices.price_if_ready(row, starter) == LOCAL
-    assert stats_line({**row, **LOCAL.fields()}).endswith("30 → 12 tokens · local")
+    assert LOCAL.fields()["cost_usd"] == 0.0 and LOCAL.fields()["price_source"] == "local"
+    # free, so the footer does not repeat it on every local reply; never "—" or "$0"
+    line = stats_line({**row, **LOCAL.fields()})
+    assert line.endswith("30 → 12 tokens") and "—" not in line and "$" not in line
 
 
 # the rules, without a turn --------------------------------------------------------------------
