@@ -7,28 +7,20 @@ process start to its first paint as JSON (as SIMI_EXIT_AFTER_FIRST_PAINT=1 does)
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
+from pathlib import Path
 
 from PySide6.QtCore import QEvent, QObject, QTimer
 from PySide6.QtWidgets import QApplication, QLabel, QMainWindow
 
-
-def _process_start() -> float:
-    """As desktop/app.py's (copied: importing the app would weigh on the floor measured)."""
-    try:
-        with open("/proc/self/stat", encoding="ascii") as f:
-            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/stat", encoding="ascii") as f:
-            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
-        return boot + ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, StopIteration):
-        return time.time()
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# the same clock as the app's hook; standard library only (the floor stays a bare window)
+from desktop.process_clock import started_at
 
 
 def main() -> int:
-    started = float(os.environ.get("SIMI_BENCH_T0") or _process_start())
+    started = started_at()
     app = QApplication(sys.argv)
     window = QMainWindow()
     window.setCentralWidget(QLabel("Hello"))

@@ -18,6 +18,7 @@ from typing import Literal
 os.environ["QT_API"] = "pyside6"  # before qasync is imported: it prefers PyQt otherwise
 
 from desktop.chat.services import Services
+from desktop.process_clock import started_at
 from desktop.settings.paths import AppPaths
 from desktop.store.db import move_aside
 from desktop.store.errors import StoreUnavailable
@@ -94,28 +95,13 @@ def install_quit_signals(app: object, window: object) -> None:
     wake.start()
 
 
-def _process_start() -> float:
-    """When this process started (epoch seconds): /proc on Linux, else this module's import."""
-    try:
-        with open("/proc/self/stat", encoding="ascii") as f:
-            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/stat", encoding="ascii") as f:
-            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
-        return boot + ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, StopIteration):
-        return _IMPORTED_AT
-
-
-_IMPORTED_AT = time.time()
-
-
 def exit_after_first_paint(app: object, window: object) -> None:
     """SIMI_EXIT_AFTER_FIRST_PAINT=1 (bench/startup.py): at the window's first paint print
     {"first_paint_s": …} on stdout, from the process start (or from SIMI_BENCH_T0, epoch
     seconds, when the caller sets it), then close the window the normal way."""
     from PySide6.QtCore import QEvent, QObject, QTimer
 
-    started = float(os.environ.get("SIMI_BENCH_T0") or _process_start())
+    started = started_at()
 
     class FirstPaint(QObject):
         seen = False
