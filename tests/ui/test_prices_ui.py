@@ -15,11 +15,11 @@ from PySide6.QtCore import Qt
 from desktop.chat.price_book import PRICES_URL_ENV, PriceBook
 from desktop.settings.prefs import Preferences
 from desktop.store.agents import Agent
-from desktop.ui.agent_editor import AgentEditorDialog
 from desktop.ui.agent_price import NO_PRICE, NOTE_UNKNOWN
 from desktop.ui.settings_dialog import SettingsDialog
 from tests.chat.test_pricing import NEW_PRICES
 from tests.helpers.fault_server import FaultServer, Reply, error_reply
+from tests.ui.test_agent_editor_remote import _choose, _editor, _save
 
 WAIT_MS = 20_000  # a guard against hanging, not a timing assertion
 ROW = {"prompt_tokens": 1000, "cached_tokens": 400, "output_tokens": 500}
@@ -84,24 +84,6 @@ def test_a_failed_update_says_what_went_wrong_and_keeps_the_prices(
 
 
 # the agent editor ------------------------------------------------------------------------------
-def _editor(qtbot: Any, services: Any, agent: Agent | None = None) -> AgentEditorDialog:
-    dialog = AgentEditorDialog(services.agents, services.secrets, agent)
-    qtbot.addWidget(dialog)
-    with qtbot.waitSignal(dialog.keyring_checked, timeout=WAIT_MS):
-        dialog.show()
-    return dialog
-
-
-def _choose(combo: Any, data: str) -> None:
-    combo.setCurrentIndex(combo.findData(data))
-
-
-def _save(qtbot: Any, dialog: AgentEditorDialog) -> bool:
-    with qtbot.waitSignal(dialog.save_finished, timeout=WAIT_MS) as blocker:
-        qtbot.mouseClick(dialog.save_button, Qt.MouseButton.LeftButton)
-    return bool(blocker.args[0])
-
-
 def test_price_fields_show_the_lists_prices_and_save_the_agents_own(
     qtbot: Any, qloop: Any, services: Any
 ) -> None:
