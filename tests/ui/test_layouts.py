@@ -57,6 +57,19 @@ def _problems(root: QWidget) -> list[str]:
     return overlaps(root) + cut_labels(root)
 
 
+def _show_page(window: Any, qtbot: Any, page: str) -> None:
+    """Show ``page`` and wait for what it fetches on show (the Models page's scan and the
+    llama.cpp build line, the Stats page's query): text arriving mid-check would be measured
+    before its layout pass."""
+    fetching = {"models": window.models_page, "stats": window.stats_page}.get(page)
+    if fetching is None:
+        window.show_page(page)
+        return
+    with qtbot.waitSignal(fetching.refreshed, timeout=WAIT_MS):
+        window.show_page(page)
+    _settle()
+
+
 def _shoot(widget: QWidget, view: str, size: tuple[int, int]) -> None:
     """Save ``widget`` light and dark when screenshots are asked for (then light again)."""
     if not SHOTS:
@@ -104,9 +117,9 @@ def full_window(services: Any, make_window: Any) -> Iterator[Any]:
 
 
 @pytest.mark.parametrize("page", ["chat", "models", "stats"])
-def test_main_window_pages_hold_at_every_size(full_window: Any, page: str) -> None:
+def test_main_window_pages_hold_at_every_size(full_window: Any, qtbot: Any, page: str) -> None:
     window = full_window
-    window.show_page(page)
+    _show_page(window, qtbot, page)
     for width, height in SIZES:
         window.resize(width, height)
         _settle()
@@ -305,13 +318,13 @@ def test_device_pixel_ratio_is_two(full_window: Any) -> None:
 
 @pytest.mark.parametrize("scale", [0.9, 1.3])
 def test_the_text_sizes_settings_offers_hold_at_the_smallest_window(
-    full_window: Any, qapp: QApplication, scale: float
+    full_window: Any, qapp: QApplication, qtbot: Any, scale: float
 ) -> None:
     window = full_window
     theme.install(qapp, text_scale=scale)
     try:
         for page in ("chat", "models", "stats"):
-            window.show_page(page)
+            _show_page(window, qtbot, page)
             for width, height in (SIZES[0], SIZES[1]):
                 window.resize(width, height)
                 problems = _problems(window)
