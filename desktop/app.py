@@ -130,7 +130,7 @@ def run_app(argv: list[str] | None = None) -> int:
     from PySide6.QtWidgets import QApplication
 
     from desktop.settings.prefs import Preferences
-    from desktop.ui import appearance
+    from desktop.ui import appearance, text_access
     from desktop.ui.crash import CrashReporter
     from desktop.ui.loop import GuiThreadGarbageCollector, drain, new_loop
     from desktop.ui.main_window import MainWindow
@@ -145,6 +145,7 @@ def run_app(argv: list[str] | None = None) -> int:
     # Quit when our window's close has been handled, not when Qt sees no window left:
     # ending on aboutToQuit would stop the loop before awaited futures finish.
     app.setQuitOnLastWindowClosed(False)
+    text_access.install()  # screen readers read the custom-painted reply text
     paths = AppPaths.from_env()
     appearance.apply_saved(app, Preferences(paths.settings_path))  # theme and text size
 

@@ -41,6 +41,8 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QMenu, QSizePolicy, QWidget
 
+from desktop.ui import text_access
+
 FREEZE_LINES = 12  # the live piece is split once it wraps to more lines than this
 
 
@@ -57,6 +59,8 @@ class _Piece:
 
 class StreamText(QWidget):
     """Read-only plain text that grows at the end; as tall as its content."""
+
+    accessible_text = True  # text_access gives it a screen reader's text interface
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -96,10 +100,12 @@ class StreamText(QWidget):
         return len(self._pieces)
 
     def set_all(self, text: str) -> None:
+        old = self.toPlainText() if text_access.active() else ""
         self._pieces = [_Piece(p) for p in text.split("\n")]
         self._length = len(text)
         self._relayout_all()
         self.update()
+        text_access.notify_reset(self, old)
 
     def append_text(self, text: str) -> bool:
         """Add text at the end; True when that made the widget taller."""
@@ -119,7 +125,9 @@ class StreamText(QWidget):
         if grow > 0 and self.before_grow is not None:
             self.before_grow(grow)
         self.update(QRect(0, int(changed_top), self.width(), self.height() - int(changed_top)))
-        return self._fit()
+        grew = self._fit()
+        text_access.notify_inserted(self, self._length - len(text), text)
+        return grew
 
     # layout -----------------------------------------------------------------------------------
     def _line_width(self) -> float:
@@ -285,6 +293,36 @@ class StreamText(QWidget):
         low, high = sorted((max(0, start), max(0, end)))
         self._selection = (low, min(high, self._length)) if high > low else None
         self.update()
+        text_access.notify_selection(self, start, end)
+
+    def selection_range(self) -> tuple[int, int] | None:
+        return self._selection
+
+    def accessible_label(self) -> str:
+        return self.accessibleName()
+
+    def cursor_rect(self, offset: int) -> QRect:
+        """The box of the character at ``offset`` (widget coordinates; null past the end)."""
+        if self._width <= 0 or not 0 <= offset < self._length:
+            return QRect()
+        starts = self._starts()
+        index = bisect_right(starts, offset) - 1
+        piece, local = self._pieces[index], offset - starts[index]
+        layout = piece.layout
+        if layout is None or layout.lineCount() == 0:
+            return QRect(0, int(piece.top), 1, math.ceil(piece.height))
+        line = layout.lineForTextPosition(min(local, len(piece.text)))
+        if not line.isValid():
+            line = layout.lineAt(layout.lineCount() - 1)
+        left = line.cursorToX(local)[0]
+        right = line.cursorToX(local + 1)[0] if local < len(piece.text) else left + 1
+        top = piece.top + line.y()
+        return QRect(
+            math.floor(min(left, right)),
+            math.floor(top),
+            max(1, math.ceil(abs(right - left))),
+            math.ceil(line.height()),
+        )
 
     def select_all(self) -> None:
         self.select(0, self._length)

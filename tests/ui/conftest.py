@@ -22,9 +22,10 @@ from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QApplication
 
 from desktop.store.agents import Agent
-from desktop.ui import theme
+from desktop.ui import text_access, theme
 from desktop.ui.loop import drain, new_loop
 
+text_access.install()  # as desktop/app.py does: painted text has its accessible text
 STARTER = "SmolLM2 (local)"
 UI_DIR = os.path.dirname(__file__)
 # The offscreen platform plugin says this whenever a shown top-level window's layout sets its
