@@ -21,6 +21,31 @@ Prints one JSON object.
     ``ratio_10000_vs_1000`` compares two replies that both scroll, in either case. Following
     costs ~150 us per flush (blit of the view ~40-80 us, the new strip, the scroll bar), a
     constant once the reply is taller than the view.
+(c) ``markdown``: the same two measurements for a Markdown-heavy reply (``md_token``: MD_CYCLE,
+    a heading, a paragraph with bold, emphasis, inline code and a link, a bulleted and a
+    numbered list, a block quote, a 12-line fenced Python block and a GFM table of 4 rows,
+    repeated with numbered headings, cut into ~4-character tokens with the spaces before them
+    kept; 100 tokens hold a finished paragraph and list, 10,000 hold 32 code blocks and
+    tables). ``lag_p99_ms`` (with ``lag_p50_ms``, ``lag_max_ms``, ``tokens``) is (a) streaming
+    it at 1,000 tok/s for 10 s; ``ratio`` is (b)'s long/short in a new conversation
+    (``reply_10000_tokens_us`` / ``reply_100_tokens_us``); ``vs_plain`` is its per-token cost
+    at 10,000 tokens over the plain reply's from the same run (``plain_10000_tokens_us``,
+    ``per_token.empty_conversation.reply_10000_tokens_us`` unrounded). Targets (issue 14):
+    p99 < 16 ms, ratio <= 1.5, vs_plain <= 2.0. A Markdown token carries fewer characters than
+    a plain one (``chars_per_token`` vs ``plain_chars_per_token``).
+(d) ``resize``: a width change while a reply streams. A transcript at 900x700 holds one
+    unfinished reply (10,000 plain tokens, 10,000 Markdown tokens, or 1 MiB of plain words
+    appended in 64 KiB chunks), scrolled to the bottom and left idle; then
+    ``transcript.resize`` alternates 700 <-> 900 wide five times. Each time counts from the
+    call until the ``app.processEvents()`` pass in which the reply's body (the bubble's
+    ``body_box`` or a widget in it) received its first Paint event at its new width has
+    returned, i.e. that frame was painted and flushed (a paint that came before the layout
+    reached the bubble would show the old text, and does not count). Median of the five, ms:
+    ``tokens_10000_plain_ms``, ``tokens_10000_markdown_ms``, ``text_1mb_ms`` (targets 16 and
+    50 ms). ``full_relayout_*_ms``: from the same call until the application delivered no
+    event for 1 s (any lazy layout still queued shows up as events), the end of the last one:
+    the time until the whole text is laid out again and the view has settled (Qt paints a
+    second frame once the taller content has been laid out).
 """
 
 from __future__ import annotations
@@ -28,9 +53,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -38,7 +65,7 @@ os.environ.setdefault("QT_API", "pyside6")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from PySide6.QtCore import QEvent, QObject, QTimer
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QWidget
 
 from desktop.store.conversations import Message
 from desktop.ui import theme
@@ -86,6 +113,61 @@ def token(i: int) -> str:
     return (" " + word) + ("\n\n" if i % 60 == 59 else "")
 
 
+MD_CYCLE = """## Section {n}: the keeper's log
+
+The keeper wrote **every night** in the log, *slowly and by hand*, with `lamp.turn()` noted
+beside each hour and a [link](https://example.com) to the tide tables for the ships far out.
+
+- the lamp was trimmed at dusk
+- the lens was cleaned with `spirit` and a *soft* cloth
+- the **weather** was written down at every bell
+
+1. climb the stairs again
+2. wind the *clockwork* that turns the lens
+3. light the lamp and watch the sea
+
+> The sea was long and grey tonight,
+> and the rocks were quiet under the light.
+
+```python
+def watch(night: int, ships: list[str]) -> dict[str, int]:
+    # count the ships seen on one night of the watch
+    seen: dict[str, int] = {}
+    for hour in range(20, 30):
+        for ship in ships:
+            if (hour + night) % 3 == 0:
+                seen[ship] = seen.get(ship, 0) + 1
+    total = sum(seen.values())
+    if total > 10:
+        print(f"busy night {night}: {total} ships")
+    return seen
+```
+
+| Hour | Wind | Sea | Ships |
+| --- | --- | --- | ---: |
+| 20:00 | `NW 4` | calm | 2 |
+| 22:00 | `NW 5` | **rough** | 1 |
+| 00:00 | `W 6` | rough | 0 |
+| 02:00 | `SW 3` | *slight* | 3 |
+
+"""
+MD_TOKEN_RE = re.compile(r"\s*\S{1,4}")  # ~4 characters, the spaces before them kept
+_md_tokens: list[str] = []
+_md_cycles = [0]
+
+
+def md_token(i: int) -> str:
+    """The i-th token of a Markdown-heavy reply: MD_CYCLE over and over, numbered sections."""
+    while len(_md_tokens) <= i:
+        _md_cycles[0] += 1
+        cycle = MD_CYCLE.strip().replace("{n}", str(_md_cycles[0]))
+        _md_tokens.extend(MD_TOKEN_RE.findall(("\n\n" if _md_cycles[0] > 1 else "") + cycle))
+    return _md_tokens[i]
+
+
+Token = Callable[[int], str]
+
+
 def streaming_message(message_id: int) -> Message:
     return Message(
         message_id, 1, "assistant", "", "streaming", None, None, None, "Bench", "m", "", ""
@@ -125,7 +207,11 @@ def earlier(message_id: int) -> Message:
 
 
 def marginal_cost(
-    app: QApplication, prior_tokens: int, measured: int = 99, earlier_messages: int = 0
+    app: QApplication,
+    prior_tokens: int,
+    measured: int = 99,
+    earlier_messages: int = 0,
+    token_of: Token = token,
 ) -> tuple[float, float]:
     """(microseconds per token, painted pixels per flush) for ``measured`` more tokens."""
     transcript = make_transcript()
@@ -136,7 +222,7 @@ def marginal_cost(
     batch = 33  # tokens per flush at 1,000 tok/s and ~30 flushes/s
     for start in range(0, prior_tokens, 500):
         transcript.append_text(
-            1, "".join(token(i) for i in range(start, min(prior_tokens, start + 500)))
+            1, "".join(token_of(i) for i in range(start, min(prior_tokens, start + 500)))
         )
         settle(app)
     settle(app)
@@ -145,7 +231,7 @@ def marginal_cost(
     flushes = 0
     began = time.perf_counter()
     for start in range(prior_tokens, prior_tokens + measured, batch):
-        transcript.append_text(1, "".join(token(i) for i in range(start, start + batch)))
+        transcript.append_text(1, "".join(token_of(i) for i in range(start, start + batch)))
         settle(app)
         flushes += 1
     spent = time.perf_counter() - began
@@ -157,7 +243,11 @@ def marginal_cost(
 
 
 def lag_run(
-    app: QApplication, loop: asyncio.AbstractEventLoop, stream: bool, seconds: float
+    app: QApplication,
+    loop: asyncio.AbstractEventLoop,
+    stream: bool,
+    seconds: float,
+    token_of: Token = token,
 ) -> dict:
     transcript = make_transcript()
     transcript.add_message(streaming_message(2))
@@ -189,7 +279,7 @@ def lag_run(
         while time.perf_counter() - start < seconds:
             due = int((time.perf_counter() - start) * 1000)  # 1,000 tok/s
             while tokens[0] < due:
-                buffer.append(token(tokens[0]))
+                buffer.append(token_of(tokens[0]))
                 tokens[0] += 1
             await asyncio.sleep(0.002)
 
@@ -213,12 +303,178 @@ def lag_run(
     }
 
 
+class FirstPaint(QObject):
+    """After ``arm``: when the bubble's body (or anything in it) is first painted at a new width.
+
+    A paint of the view that comes before the layout has reached the bubble (the body still at
+    its old width) does not count: that frame shows the old text.
+    """
+
+    def __init__(self, body: QWidget) -> None:
+        super().__init__()
+        self.body = body
+        self.old_width = body.width()
+        self.seen = False
+
+    def arm(self) -> None:
+        self.old_width = self.body.width()
+        self.seen = False
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if (
+            not self.seen
+            and event.type() == QEvent.Type.Paint
+            and isinstance(watched, QWidget)
+            and (watched is self.body or self.body.isAncestorOf(watched))
+            and self.body.width() != self.old_width
+        ):
+            self.seen = True
+        return False
+
+
+class Busy(QObject):
+    """Counts the events the application delivers (any work still pending shows up here)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events = 0
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        self.events += 1
+        return False
+
+
+def run_until_idle(app: QApplication, quiet_s: float, limit_s: float = 30.0) -> float:
+    """Deliver events until none came for ``quiet_s``; when the last one was done (perf_counter)."""
+    busy = Busy()
+    app.installEventFilter(busy)
+    last = time.perf_counter()
+    while True:
+        before = busy.events
+        app.processEvents()
+        now = time.perf_counter()
+        if busy.events != before:
+            last = now
+        elif now - last > quiet_s or now - last > limit_s:
+            break
+        else:
+            time.sleep(0.001)
+    app.removeEventFilter(busy)
+    return last
+
+
+def resize_cost(
+    app: QApplication, fill: Callable[[Transcript], None], repeats: int = 5
+) -> tuple[float, float]:
+    """(median ms from a width change to the end of the first repaint of the streamed reply at
+    the new width, median ms until no work was pending any more) over alternating resizes."""
+    transcript = make_transcript()
+    transcript.add_message(streaming_message(3))
+    fill(transcript)
+    transcript.scroll_to_bottom()
+    run_until_idle(app, 0.3)
+    bubble = transcript.bubble(3)
+    assert bubble is not None
+    first = FirstPaint(bubble.body_box)
+    app.installEventFilter(first)
+    firsts: list[float] = []
+    fulls: list[float] = []
+    for k in range(repeats):
+        first.arm()
+        began = time.perf_counter()
+        transcript.resize(700 if k % 2 == 0 else 900, 700)
+        while not first.seen:
+            app.processEvents()
+            if time.perf_counter() - began > 30:
+                raise RuntimeError("the resized reply was never painted")
+        firsts.append((time.perf_counter() - began) * 1000)
+        fulls.append((run_until_idle(app, 1.0) - began) * 1000)
+    app.removeEventFilter(first)
+    transcript.close()
+    transcript.deleteLater()
+    app.processEvents()
+    return statistics.median(firsts), statistics.median(fulls)
+
+
+def fill_tokens(app: QApplication, count: int, token_of: Token) -> Callable[[Transcript], None]:
+    def fill(transcript: Transcript) -> None:
+        for start in range(0, count, 500):
+            text = "".join(token_of(i) for i in range(start, min(count, start + 500)))
+            transcript.append_text(3, text)
+            settle(app)
+
+    return fill
+
+
+def fill_text(app: QApplication, size: int, chunk: int = 64 * 1024) -> Callable[[Transcript], None]:
+    def fill(transcript: Transcript) -> None:
+        parts: list[str] = []
+        length = 0
+        i = 0
+        while length < size:
+            parts.append(token(i))
+            length += len(parts[-1])
+            i += 1
+        text = "".join(parts)[:size]
+        for start in range(0, size, chunk):
+            transcript.append_text(3, text[start : start + chunk])
+            settle(app)
+
+    return fill
+
+
+def resize_figures(app: QApplication) -> dict:
+    plain, plain_full = resize_cost(app, fill_tokens(app, 10_000, token))
+    markdown, markdown_full = resize_cost(app, fill_tokens(app, 10_000, md_token))
+    mb, mb_full = resize_cost(app, fill_text(app, 1 << 20))
+    return {
+        "tokens_10000_plain_ms": round(plain, 1),
+        "tokens_10000_markdown_ms": round(markdown, 1),
+        "text_1mb_ms": round(mb, 1),
+        "target_10000_ms": 16,
+        "target_1mb_ms": 50,
+        "full_relayout_1mb_ms": round(mb_full, 1),
+        "full_relayout_10000_plain_ms": round(plain_full, 1),
+        "full_relayout_10000_markdown_ms": round(markdown_full, 1),
+    }
+
+
+def markdown_figures(
+    app: QApplication, loop: asyncio.AbstractEventLoop, plain_10000_us: float
+) -> dict:
+    """The Markdown reply: per-token cost at 100 and 10,000 tokens (empty conversation)."""
+    asyncio.events._set_running_loop(loop)
+    short = statistics.median(marginal_cost(app, 0, token_of=md_token)[0] for _ in range(11))
+    long = statistics.median(marginal_cost(app, 9_900, token_of=md_token)[0] for _ in range(11))
+    asyncio.events._set_running_loop(None)
+    lag = lag_run(app, loop, stream=True, seconds=10.0, token_of=md_token)
+    chars = sum(len(md_token(i)) for i in range(10_000))
+    plain_chars = sum(len(token(i)) for i in range(10_000))
+    return {
+        "lag_p99_ms": lag["lag_p99_ms"],
+        "ratio": round(long / short, 2),
+        "vs_plain": round(long / plain_10000_us, 2),
+        "target_lag_p99_ms": 16,
+        "target_ratio": 1.5,
+        "target_vs_plain": 2.0,
+        "reply_100_tokens_us": round(short, 1),
+        "reply_10000_tokens_us": round(long, 1),
+        "plain_10000_tokens_us": round(plain_10000_us, 1),
+        "lag_p50_ms": lag["lag_p50_ms"],
+        "lag_max_ms": lag["lag_max_ms"],
+        "tokens": lag["tokens"],
+        "chars_per_token": round(chars / 10_000, 2),
+        "plain_chars_per_token": round(plain_chars / 10_000, 2),
+    }
+
+
 def main() -> None:
     app = QApplication.instance() or QApplication([])
     theme.install(app, dark=False)
     loop = new_loop(app)
     asyncio.events._set_running_loop(loop)
     per_token = {}
+    plain_10000 = 0.0
     for case, earlier_messages in (("empty_conversation", 0), ("after_a_screen_of_messages", 8)):
         shorts = [marginal_cost(app, 0, earlier_messages=earlier_messages) for _ in range(11)]
         mids = [marginal_cost(app, 900, earlier_messages=earlier_messages) for _ in range(11)]
@@ -226,6 +482,8 @@ def main() -> None:
         short = statistics.median(us for us, _ in shorts)
         mid = statistics.median(us for us, _ in mids)
         long = statistics.median(us for us, _ in longs)
+        if case == "empty_conversation":
+            plain_10000 = long  # the plain reference for the Markdown reply, unrounded
         per_token[case] = {
             "reply_100_tokens_us": round(short, 1),
             "reply_1000_tokens_us": round(mid, 1),
@@ -241,8 +499,10 @@ def main() -> None:
         "lag_idle_reference": lag_run(app, loop, stream=False, seconds=3.0),
         "lag_streaming_1000_tok_s": lag_run(app, loop, stream=True, seconds=10.0),
         "per_token": per_token,
-        "load_avg": os.getloadavg(),
     }
+    result["markdown"] = markdown_figures(app, loop, plain_10000)
+    result["resize"] = resize_figures(app)
+    result["load_avg"] = os.getloadavg()
     print(json.dumps(result, indent=2))
 
 
