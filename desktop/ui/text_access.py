@@ -11,13 +11,14 @@ focusable; ``Name`` is the widget's label, ``Value`` its whole text, and a text 
 Offsets the interface speaks are UTF-16 code units (Qt's); the widgets' are ``str`` indices.
 They differ only after a character outside the BMP (an emoji), and are converted then.
 
-What PySide6 (6.11) cannot do: ``QAccessibleTextInterface.selection()`` and ``attributes()``
-have out-parameters and are not overridable from Python; the binding's stubs leave the
-selection's offsets untouched (a bridge reading them gets what its variables held). The
-selection is therefore also announced with every change (``notify_selection``: the event
-carries start and end). ``textAtOffset`` / ``textBeforeOffset`` / ``textAfterOffset`` are Qt's
-own defaults over ``text()``: character, word and sentence boundaries as QTextBoundaryFinder
-finds them; line and paragraph both end at a newline.
+What PySide6 (6.11) does not bind: ``QAccessibleTextInterface.selection()`` and
+``attributes()`` (out-parameters). Its ``selection()`` stub leaves the offsets untouched, so
+a bridge would read garbage; on Linux the stub is replaced in C++ (``_NativeSelection``), and
+elsewhere the selection still reaches assistive technology through the selection events
+(``notify_selection``: the event carries start and end). ``attributes()`` answers no
+attributes. ``textAtOffset`` / ``textBeforeOffset`` / ``textAfterOffset`` are Qt's own
+defaults over ``text()``: characters, words and sentences as QTextBoundaryFinder finds them;
+lines and paragraphs both end at a newline (not at a wrap).
 
 Notifications (``notify_inserted``, ``notify_reset``, ``notify_selection``) build and post an
 event only while ``QAccessible.isActive()`` (an assistive technology is listening); otherwise
@@ -26,6 +27,12 @@ they return at once, so a streaming reply may call them on every flush.
 
 from __future__ import annotations
 
+import ctypes
+import logging
+import os
+import platform
+import sys
+import weakref
 from typing import Any, Protocol, runtime_checkable
 
 import shiboken6
@@ -39,6 +46,8 @@ from PySide6.QtGui import (
     QAccessibleTextUpdateEvent,
 )
 from PySide6.QtWidgets import QAccessibleWidget, QWidget
+
+log = logging.getLogger(__name__)
 
 MARKER = "accessible_text"  # a class attribute set to True on every AccessibleText widget
 
@@ -109,6 +118,7 @@ class TextAccessible(QAccessibleWidget, QAccessibleTextInterface):
         QAccessibleWidget.__init__(self, widget, QAccessible.Role.StaticText)
         QAccessibleTextInterface.__init__(self)
         self.caret = 0  # str index; the moving end of the last selection
+        _native_selection.adopt(self)
 
     def _target(self) -> Any:
         return self.widget()
@@ -135,7 +145,10 @@ class TextAccessible(QAccessibleWidget, QAccessibleTextInterface):
         wrapped base)."""
         if t == QAccessible.InterfaceType.TextInterface:
             return shiboken6.VoidPtr(shiboken6.getCppPointer(self)[1])  # type: ignore[return-value]
-        return QAccessibleWidget.interface_cast(self, t)
+        other = QAccessibleWidget.interface_cast(self, t)
+        # None (no such interface) must go back as a null void*: anything but a VoidPtr here
+        # makes the binding fail inside the bridge's call (a crash, not an exception)
+        return other if isinstance(other, shiboken6.VoidPtr) else shiboken6.VoidPtr(0)  # type: ignore[return-value]
 
     def text(self, *args: Any) -> str:  # type: ignore[override]
         """``text(QAccessible.Text)`` of the interface, or ``text(start, end)`` of the text
@@ -177,7 +190,19 @@ class TextAccessible(QAccessibleWidget, QAccessibleTextInterface):
     def cursorPosition(self) -> int:
         target = self._target()
         whole = target.toPlainText()
-        return to_utf16(whole, min(self.caret, len(whole)))
+        caret = min(self.caret, len(whole))
+        chosen = target.selection_range()
+        if chosen and caret not in chosen:  # selected before anyone listened: its end
+            caret = chosen[1]
+        return to_utf16(whole, caret)
+
+    def selection_utf16(self) -> tuple[int, int] | None:
+        """The selection in UTF-16 offsets (what ``selection(0)`` answers in C++)."""
+        chosen = self._target().selection_range()
+        if not chosen:
+            return None
+        whole = self._target().toPlainText()
+        return to_utf16(whole, chosen[0]), to_utf16(whole, chosen[1])
 
     def setCursorPosition(self, position: int) -> None:
         whole = self._target().toPlainText()
@@ -203,6 +228,110 @@ class TextAccessible(QAccessibleWidget, QAccessibleTextInterface):
 
     def scrollToSubstring(self, startIndex: int, endIndex: int) -> None:
         """The transcript keeps its own scroll position; nothing to do here."""
+
+
+# selection() in C++ ------------------------------------------------------------------------
+class _NativeSelection:
+    """``QAccessibleTextInterface::selection(int, int*, int*)`` for C++ callers.
+
+    PySide6 does not bind it (out-parameters), and its stub leaves the offsets as they were:
+    the AT-SPI bridge then reads uninitialised ints for GetSelection (seen: (32534,
+    1368090821) for a selection of 6..11). On Linux (Itanium C++ ABI) the stub's slot in the
+    binding's QAccessibleTextInterface vtable (slot 2, after the two destructors; Qt keeps
+    this layout for all of Qt 6) is replaced once by a ctypes function that answers from the
+    interface's ``selection_utf16()``, or -1/-1 (no selection) for any other object. The slot
+    is only replaced when it points into PySide6's QtGui binding (the stub), never elsewhere.
+    """
+
+    SLOT = 2
+
+    def __init__(self) -> None:
+        self._by_address: weakref.WeakValueDictionary[int, TextAccessible] = (
+            weakref.WeakValueDictionary()
+        )
+        self._state = "unpatched"  # "patched", or "unsupported" after a refusal
+        prototype = ctypes.CFUNCTYPE(
+            None,
+            ctypes.c_void_p,
+            ctypes.c_int,
+            ctypes.POINTER(ctypes.c_int),
+            ctypes.POINTER(ctypes.c_int),
+        )
+        self._function = prototype(self._selection)  # kept alive as long as the module
+
+    @property
+    def patched(self) -> bool:
+        return self._state == "patched"
+
+    def adopt(self, iface: TextAccessible) -> None:
+        address = int(shiboken6.getCppPointer(iface)[1])
+        self._by_address[address] = iface
+        if self._state == "unpatched":
+            self._state = "patched" if self._patch(address) else "unsupported"
+
+    def _selection(self, this: int | None, index: int, start: Any, end: Any) -> None:
+        low = high = -1
+        iface = self._by_address.get(this or 0)
+        if iface is not None and index == 0:
+            try:
+                chosen = iface.selection_utf16()
+            except Exception:  # a deleted widget: no selection
+                chosen = None
+            if chosen:
+                low, high = chosen
+        if start:
+            start[0] = low
+        if end:
+            end[0] = high
+
+    def _patch(self, text_part: int) -> bool:
+        if not sys.platform.startswith("linux") or platform.machine() not in (
+            "x86_64",
+            "aarch64",
+        ):
+            return False
+        try:
+            table = ctypes.c_void_p.from_address(text_part).value or 0
+            slot = table + self.SLOT * ctypes.sizeof(ctypes.c_void_p)
+            current = ctypes.c_void_p.from_address(slot).value or 0
+            maps = _mappings()
+            owner = next((m for m in maps if m[0] <= current < m[1]), None)
+            page = next((m for m in maps if m[0] <= slot < m[1]), None)
+            if owner is None or page is None or "PySide6/QtGui" not in owner[3]:
+                log.warning("text_access: unexpected vtable; selection() left as PySide6's")
+                return False
+            size = os.sysconf("SC_PAGE_SIZE")
+            base = slot & ~(size - 1)
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+            read, write = 1, 2  # PROT_READ, PROT_WRITE
+            was = read if "r" in page[2] else 0
+            was |= write if "w" in page[2] else 0
+            if not was & write and libc.mprotect(base, size, read | write) != 0:
+                return False
+            ctypes.c_void_p.from_address(slot).value = ctypes.cast(
+                self._function, ctypes.c_void_p
+            ).value
+            if not was & write:
+                libc.mprotect(base, size, was)
+            return True
+        except (OSError, ValueError, StopIteration) as error:
+            log.warning("text_access: selection() left as PySide6's (%s)", error)
+            return False
+
+
+def _mappings() -> list[tuple[int, int, str, str]]:
+    """This process's memory mappings: (start, end, permissions, path)."""
+    found = []
+    with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+        for line in maps:
+            fields = line.split(maxsplit=5)
+            low, high = (int(x, 16) for x in fields[0].split("-"))
+            found.append((low, high, fields[1], fields[5].strip() if len(fields) > 5 else ""))
+    return found
+
+
+_native_selection = _NativeSelection()
 
 
 # notifications ------------------------------------------------------------------------------

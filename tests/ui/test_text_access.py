@@ -206,7 +206,7 @@ native = pytest.mark.skipif(
 )
 # Slots in Qt 6's vtables (fixed for all of Qt 6: Qt keeps its ABI within a major version).
 INTERFACE_CAST = 20  # QAccessibleInterface::interface_cast
-SELECTION_COUNT, TEXT_AT_OFFSET, CHARACTER_COUNT = 3, 12, 13  # QAccessibleTextInterface
+SELECTION, SELECTION_COUNT, TEXT_AT_OFFSET, CHARACTER_COUNT = 2, 3, 12, 13  # the text part
 
 
 class _QString(ctypes.Structure):
@@ -226,6 +226,20 @@ def native_text_interface(iface: Any) -> int:
     this = shiboken6.getCppPointer(iface)[0]
     cast = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)
     return int(cast(_slot(this, INTERFACE_CAST))(this, 0) or 0)  # 0: TextInterface
+
+
+def native_selection(text_iface: int) -> tuple[int, int]:
+    """``selection(0, &start, &end)``, the offsets first set to what a bridge's stack held."""
+    call = ctypes.CFUNCTYPE(
+        None,
+        ctypes.c_void_p,
+        ctypes.c_int,
+        ctypes.POINTER(ctypes.c_int),
+        ctypes.POINTER(ctypes.c_int),
+    )
+    start, end = ctypes.c_int(32534), ctypes.c_int(1368090821)
+    call(_slot(text_iface, SELECTION))(text_iface, 0, start, end)
+    return start.value, end.value
 
 
 def native_int(text_iface: int, index: int) -> int:
@@ -277,3 +291,31 @@ def test_words_sentences_and_lines_at_an_offset_through_cpp(stream: StreamText) 
         len(first_line),
         len(TEXT),
     )
+
+
+@native
+def test_the_selection_a_bridge_reads_is_the_one_on_screen(stream: StreamText, qtbot: Any) -> None:
+    address = native_text_interface(iface_of(stream))
+    assert native_selection(address) == (-1, -1)  # none: the bridge then uses the caret
+    qtbot.mousePress(stream, Qt.MouseButton.LeftButton, pos=inside(stream, 13))
+    qtbot.mouseMove(stream, inside(stream, 20))
+    qtbot.mouseRelease(stream, Qt.MouseButton.LeftButton, pos=inside(stream, 20))
+    assert stream.selected_text == "This is"
+    assert native_selection(address) == (13, 20)
+    stream.set_all("😀 ok")
+    stream.select(2, 4)
+    assert native_selection(address) == (3, 5)  # UTF-16 offsets
+
+
+@native
+def test_every_interface_type_can_be_asked_for(stream: StreamText) -> None:
+    """A bridge asks for each interface it knows; a wrong answer type crashed inside it."""
+    this = shiboken6.getCppPointer(iface_of(stream))[0]
+    cast = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)
+    answers = {
+        kind.name: cast(_slot(this, INTERFACE_CAST))(this, kind.value)
+        for kind in QAccessible.InterfaceType
+    }
+    assert answers["TextInterface"]
+    assert answers["EditableTextInterface"] is None  # read-only
+    assert answers["ValueInterface"] is None
