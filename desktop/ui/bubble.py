@@ -1,8 +1,8 @@
 """One message on screen: a bubble (text, status, error, stats footer, actions) and its row.
 
-A streaming reply is plain text appended at the end of a ``StreamText`` (the cost per flush
-depends on the new text, not on the reply so far). When the reply ends it is rendered once as
-Markdown: prose as rich text, fenced code highlighted with a Copy button.
+A reply is a ``MarkdownView``, while it streams and after: each block is rendered once it is
+finished, only the unfinished tail is plain (the cost per flush depends on the new text, not on
+the reply so far), and a stored reply is the same blocks, so nothing moves when a reply ends.
 """
 
 from __future__ import annotations
@@ -25,19 +25,16 @@ from PySide6.QtWidgets import (
 
 from desktop.store.conversations import Message, Versions
 from desktop.ui.bubble_parts import (
-    CodeBlock,
     ErrorBox,
     StatsFooter,
     ThinkingBox,
     VersionArrows,
     natural_width,
-    prose_label,
     tool_button,
 )
-from desktop.ui.markdown import Code, Prose, prose_html, split_segments
-from desktop.ui.stream_text import StreamText
+from desktop.ui.md_render import BlockItem
+from desktop.ui.md_view import MarkdownView
 from desktop.ui.text_format import footer_lines, stats_tooltip, truncate_for_display
-from desktop.ui.theme import current_colors
 from desktop.ui.widgets import FlowLayout
 
 BUBBLE_MAX_WIDTH = 820
@@ -79,15 +76,13 @@ class MessageBubble(QFrame):
         self.message = message
         self._content = ""
         self._markdown = False
-        self._rendered_dark: bool | None = None
         self._max_width = BUBBLE_MAX_WIDTH
         self._footer_mode = footer_mode
         self._hovered = False
         self._busy = False
         self._shown_versions: Versions | None = None
-        self._stream: StreamText | None = None  # the text of a streaming reply
+        self._view: MarkdownView | None = None  # a reply's text, streaming or finished
         self.before_grow: Callable[[int], None] | None = None  # see StreamText.before_grow
-        self.segments: list[QWidget] = []
         self.setObjectName("Bubble")
         self.setProperty("role", message.role)
         self.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Minimum)
@@ -238,11 +233,9 @@ class MessageBubble(QFrame):
     # content ---------------------------------------------------------------------------------
     @property
     def text(self) -> str:
-        """What the bubble shows, as plain text."""
-        if self._stream is not None:
-            return self._stream.toPlainText() or "…"
-        if self._markdown:
-            return self._content
+        """What the bubble shows, as plain text (a reply: its Markdown)."""
+        if self._view is not None:
+            return self._view.source or ("…" if self.status == "streaming" else "")
         return self.body.text()
 
     @property
@@ -250,30 +243,27 @@ class MessageBubble(QFrame):
         """True once a finished reply is rendered as Markdown."""
         return self._markdown
 
-    def _clear_segments(self) -> None:
-        for widget in self.segments:
-            self.body_layout.removeWidget(widget)
-            widget.hide()
-            widget.deleteLater()
-        self.segments = []
-        if self._stream is not None:
-            self.body_layout.removeWidget(self._stream)
-            self._stream.dispose()
-        self._stream = None
+    @property
+    def view(self) -> MarkdownView | None:
+        """A reply's rendered text (None for the person's messages)."""
+        return self._view
 
-    def _stream_widget(self) -> StreamText:
-        if self._stream is None:
-            self._clear_segments()
-            self._markdown = False
+    def _drop_view(self) -> None:
+        if self._view is not None:
+            self.body_layout.removeWidget(self._view)
+            self._view.dispose()
+        self._view = None
+
+    def _reply_view(self) -> MarkdownView:
+        if self._view is None:
             self.body.hide()
-            self._stream = StreamText()
-            self._stream.setObjectName("BubbleText")
-            self._stream.before_grow = self._before_grow
-            self.body_layout.addWidget(self._stream)
+            self._view = MarkdownView()
+            self._view.setObjectName("BubbleText")
+            self._view.before_grow = self._before_grow
+            self.body_layout.addWidget(self._view)
             self.body_box.show()
             self._fit_width()
-        assert self._stream is not None
-        return self._stream
+        return self._view
 
     def _before_grow(self, pixels: int) -> None:
         if self.before_grow is not None:
@@ -281,16 +271,16 @@ class MessageBubble(QFrame):
 
     def set_streaming_text(self, text: str) -> None:
         """Replace the streamed text (a bubble built mid-stream, or a reopened conversation)."""
-        self._clear_segments()
-        self._stream_widget().set_all(text)
+        self._markdown = False
+        self._reply_view().set_text(text, finished=False)
 
     def append_text(self, text: str) -> bool:
         """Add streamed text at the end (called at most ~30x/s with what arrived since).
 
         True when the bubble's height may have changed (the text grew a line, or began).
         """
-        began = self._stream is None
-        return self._stream_widget().append_text(text) or began
+        began = self._view is None
+        return self._reply_view().append_text(text) or began
 
     def append_reasoning(self, text: str) -> None:
         part = self._thinking
@@ -300,33 +290,16 @@ class MessageBubble(QFrame):
         part.text.append_text(text)
 
     def _render(self) -> None:
-        """The finished reply as Markdown: prose labels and code blocks."""
-        self._clear_segments()
-        colors = current_colors()
-        self._rendered_dark = colors.dark
-        self.body.hide()
-        for segment in split_segments(self._content):
-            widget: QWidget
-            if isinstance(segment, Code):
-                widget = CodeBlock(segment.code, segment.language, colors.dark)
-            else:
-                assert isinstance(segment, Prose)
-                widget = prose_label(prose_html(segment.text, colors, self.font()))
-            self.body_layout.addWidget(widget)
-            self.segments.append(widget)
+        """The finished reply: the streamed view's tail becomes its last block when the text
+        is what streamed; otherwise (a stored reply, a text that changed) rendered afresh."""
+        view = self._reply_view()
+        if not view.finished and view.source == self._content:
+            view.finish()
+        elif view.source != self._content or not view.finished:
+            view.set_text(self._content, finished=True)
 
-    def code_blocks(self) -> list[CodeBlock]:
-        return [w for w in self.segments if isinstance(w, CodeBlock)]
-
-    def changeEvent(self, event: QEvent) -> None:
-        super().changeEvent(event)
-        if (
-            event.type() in (QEvent.Type.PaletteChange, QEvent.Type.StyleChange)
-            and self._markdown
-            and self._rendered_dark is not None
-            and self._rendered_dark != current_colors().dark
-        ):
-            self._render()
+    def code_blocks(self) -> list[BlockItem]:
+        return self._view.code_items() if self._view is not None else []
 
     # footer ----------------------------------------------------------------------------------
     def set_footer_mode(self, mode: str) -> None:
@@ -368,12 +341,15 @@ class MessageBubble(QFrame):
 
     def _fit_width(self) -> None:
         inner = self._max_width - 2 * BUBBLE_PADDING_PX - 2
-        if self._stream is not None or len(self.segments) > 1 or self.code_blocks():
+        view = self._view
+        if view is not None and (
+            not view.finished or len(view.items) != 1 or view.items[0].is_code
+        ):
             self.body_box.setMinimumWidth(inner)
         else:
             snug = natural_width(self._content, self.body, inner)
             # one rendered paragraph: no narrower than a short line of prose
-            self.body_box.setMinimumWidth(max(260, snug) if self.segments else snug)
+            self.body_box.setMinimumWidth(max(260, snug) if view is not None else snug)
         error = self._built("error_box")
         if error is not None and not error.isHidden():
             error.fit_width(inner)
@@ -408,14 +384,14 @@ class MessageBubble(QFrame):
         if versions is not None:
             self._show_versions(versions)
         if streaming:
-            if self._stream is None:
+            if self._view is None:
                 self.set_streaming_text(content)
         elif assistant and content:
             self._markdown = True
             self._content = truncate_for_display(content)
             self._render()
         else:
-            self._clear_segments()
+            self._drop_view()
             self._markdown = False
             self._content = truncate_for_display(content)
             self.body.setTextFormat(Qt.TextFormat.PlainText)

@@ -1,9 +1,9 @@
 """The pieces a message bubble is made of.
 
-A finished reply's body is prose labels and code blocks (``prose_label``, ``CodeBlock``). The
-parts most messages never show (the version arrows, the thinking box, the error box) are
-classes of their own that a bubble builds the first time it needs one: a bubble is
-~12 widgets instead of ~24, which is most of what paging through a long conversation costs.
+A reply's text is a ``MarkdownView`` (``md_view.py``). The parts most messages never show (the
+version arrows, the thinking box, the error box) are classes of their own that a bubble builds
+the first time it needs one: a bubble is ~12 widgets instead of ~24, which is most of what
+paging through a long conversation costs.
 """
 
 from __future__ import annotations
@@ -12,14 +12,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import shiboken6
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer, QUrl
-from PySide6.QtGui import QDesktopServices, QGuiApplication, QMouseEvent
+from PySide6.QtCore import QEvent, QObject, Qt, QUrl
+from PySide6.QtGui import QDesktopServices, QMouseEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
     QPushButton,
-    QSizePolicy,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -27,7 +26,6 @@ from PySide6.QtWidgets import (
 
 from desktop.store.conversations import Versions
 from desktop.ui.elided_label import ElidedLabel
-from desktop.ui.markdown import code_html
 from desktop.ui.stream_text import StreamText
 
 if TYPE_CHECKING:
@@ -61,65 +59,6 @@ def natural_width(text: str, label: QLabel, inner: int) -> int:
     metrics = label.fontMetrics()
     widest = max((metrics.horizontalAdvance(line) for line in text.split("\n")), default=0)
     return min(inner, widest + 4)
-
-
-def prose_label(html_text: str) -> QLabel:
-    """A paragraph run of a rendered reply: selectable rich text whose links open on click."""
-    label = QLabel()
-    label.setObjectName("BubbleText")
-    label.setWordWrap(True)
-    label.setTextFormat(Qt.TextFormat.RichText)
-    label.setTextInteractionFlags(
-        Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.LinksAccessibleByMouse
-    )
-    label.setOpenExternalLinks(False)
-    label.linkActivated.connect(open_link)
-    label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
-    label.setText(html_text)
-    return label
-
-
-class CodeBlock(QFrame):
-    """Highlighted code with its language and a Copy button."""
-
-    def __init__(self, code: str, language: str, dark: bool) -> None:
-        super().__init__()
-        self.setObjectName("CodeBlock")
-        self.code = code
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(0)
-        head = QFrame()
-        head.setObjectName("CodeHeader")
-        head_layout = QHBoxLayout(head)
-        head_layout.setContentsMargins(10, 2, 4, 2)
-        lang = QLabel(language or "text")
-        lang.setObjectName("CodeLanguage")
-        head_layout.addWidget(lang, 1)
-        self.copy_button = tool_button("Copy", "Copy this code", "CodeCopy")
-        self.copy_button.clicked.connect(self.copy)
-        self._reset_timer = QTimer(self)
-        self._reset_timer.setSingleShot(True)
-        self._reset_timer.setInterval(1500)
-        self._reset_timer.timeout.connect(self._reset_copy)
-        head_layout.addWidget(self.copy_button)
-        layout.addWidget(head)
-        self.label = QLabel()
-        self.label.setObjectName("CodeText")
-        self.label.setTextFormat(Qt.TextFormat.RichText)
-        self.label.setWordWrap(True)
-        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.label.setContentsMargins(10, 8, 10, 8)
-        self.label.setText(code_html(code, language, dark))
-        layout.addWidget(self.label)
-
-    def _reset_copy(self) -> None:
-        self.copy_button.setText("Copy")
-
-    def copy(self) -> None:
-        QGuiApplication.clipboard().setText(self.code)
-        self.copy_button.setText("Copied")
-        self._reset_timer.start()
 
 
 class VersionArrows:

@@ -308,16 +308,9 @@ QToolButton#ThinkingToggle {{ color: {c.muted}; border: 1px solid transparent; f
 QFrame#ThinkingBox {{ background: transparent; border: none;
               border-left: 2px solid {c.border}; }}
 #ThinkingText {{ color: {c.muted}; background: transparent; }}
-QFrame#CodeBlock {{ background: {c.code_bg}; border: 1px solid {c.border};
-              border-radius: 8px; }}
-QFrame#CodeHeader {{ background: transparent; border: none;
-              border-bottom: 1px solid {c.border}; }}
-#CodeLanguage {{ color: {c.muted}; font-size: 11px; }}
 QToolButton#CodeCopy {{ color: {c.muted}; border: 1px solid transparent; border-radius: 4px;
               font-size: 11px; padding: 1px 8px; background: transparent; }}
 QToolButton#CodeCopy:hover {{ background: {c.selection}; color: {c.text}; }}
-#CodeText {{ color: {c.text}; background: transparent;
-             font-family: "DejaVu Sans Mono", "Menlo", "Consolas", monospace; }}
 QPushButton#LoadMore {{ color: {c.muted}; border: 1px dashed {c.border}; padding: 4px 14px; }}
 QLineEdit#SearchBox {{ background: {c.surface}; border-radius: 8px; padding: 5px 6px; }}
 QComboBox#AgentFilter {{ background: transparent; border: 1px solid transparent;

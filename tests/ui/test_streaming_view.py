@@ -147,7 +147,7 @@ def test_the_view_follows_the_reply_until_scrolled_up(
 
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
-@pytest.mark.parametrize("earlier", [0, 8], ids=["alone", "after-a-screen-of-messages"])
+@pytest.mark.parametrize("earlier", [0, 12], ids=["alone", "after-a-screen-of-messages"])
 def test_streaming_paints_only_the_new_strip_and_leaves_no_stale_pixels(
     qapp: QApplication, dark: bool, earlier: int
 ) -> None:

@@ -1,0 +1,492 @@
+"""A reply as rendered Markdown, while it streams and after: finished blocks painted, the live
+tail plain.
+
+Text goes through ``BlockSplitter``: each block it finishes becomes a ``BlockItem`` (its
+document built and laid out once; it never changes again), and the unfinished block, the
+tail, is a ``StreamText`` child placed below them (cost per flush independent of the reply's
+length; an open code fence streams as monospace text in a code box). A stored reply is the same
+split of the same text, so a finished bubble and one rendered from the store are the same
+pixels. ``finish()`` turns the tail into its block.
+
+Painting bisects the item tops and draws only what the paint rect touches. A width change lays
+out exactly the items a person can see (those in the scroll area's viewport, and the last
+screenful, where a view that follows the reply will be) and estimates the others' heights; an
+idle timer lays out the rest a slice at a time, keeping what is on screen in place.
+
+Selection runs across blocks (drag, double-click a word, Ctrl+A); Ctrl+C and "Copy" give plain
+text, "Copy as Markdown" the source (a whole block's own source, Qt's Markdown of a part).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from bisect import bisect_right
+from collections.abc import Callable
+
+from PySide6.QtCore import (
+    QCoreApplication,
+    QEvent,
+    QPoint,
+    QRect,
+    QRectF,
+    QSize,
+    Qt,
+    QTimer,
+)
+from PySide6.QtGui import (
+    QGuiApplication,
+    QPainter,
+    QPaintEvent,
+    QResizeEvent,
+)
+from PySide6.QtWidgets import QAbstractScrollArea, QSizePolicy, QToolButton, QWidget
+
+from desktop.chat.md_blocks import Block, BlockSplitter
+from desktop.ui import text_access
+from desktop.ui.md_render import CODE_PAD_X, CODE_PAD_Y, GAP, BlockItem, Style, paint_code_frame
+from desktop.ui.md_select import BlockSelection, Pos
+from desktop.ui.stream_text import StreamText
+from desktop.ui.theme import current_colors
+
+EXACT_CHARS = 30_000  # texts up to this long are laid out whole on a width change
+SLICE_S = 0.006  # idle layout works in slices this long
+
+
+class _Tail(StreamText):
+    """The live tail: painted and selected through its view, which also speaks for it to
+    screen readers (one text, not two)."""
+
+    accessible_text = False
+
+
+class MarkdownView(BlockSelection, QWidget):
+    """Read-only Markdown that grows at the end; as tall as its content."""
+
+    accessible_text = True  # desktop.ui.text_access exposes it to screen readers
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("MarkdownView")
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.setAttribute(Qt.WidgetAttribute.WA_StaticContents, True)
+        self.setCursor(Qt.CursorShape.IBeamCursor)
+        self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        self.setMouseTracking(True)
+        self.before_grow: Callable[[int], None] | None = None
+        self._style: Style | None = None
+        self._width = -1
+        self._items: list[BlockItem] = []
+        self._tops: list[float] = []
+        self._source: list[str] = []
+        self._splitter = BlockSplitter()
+        self._finished = False
+        self._tail = _Tail(self)
+        self._tail.setObjectName("MarkdownTail")
+        self._tail.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
+        self._tail.hide()
+        self._tail_block: Block | None = None
+        self._tail_shown = 0  # characters of the tail's display text already in the widget
+        self._selection: tuple[Pos, Pos] | None = None
+        self._press: Pos | None = None
+        self._pressed_link = ""
+        self._lazy = QTimer(self)
+        self._lazy.setInterval(0)
+        self._lazy.timeout.connect(self._layout_slice)
+        self._copied: QToolButton | None = None  # the Copy button that says "Copied" now
+        self._copied_timer = QTimer(self)
+        self._copied_timer.setSingleShot(True)
+        self._copied_timer.setInterval(1500)
+        self._copied_timer.timeout.connect(self._reset_copied)
+        self._fit()
+
+    # content ----------------------------------------------------------------------------------
+    @property
+    def style_(self) -> Style:
+        if self._style is None:
+            self._style = Style(self.font(), current_colors())
+        return self._style
+
+    @property
+    def source(self) -> str:
+        """The Markdown as written so far."""
+        if len(self._source) > 1:
+            self._source = ["".join(self._source)]
+        return self._source[0] if self._source else ""
+
+    @property
+    def items(self) -> list[BlockItem]:
+        return self._items
+
+    @property
+    def tail_text(self) -> str:
+        return self._tail.toPlainText() if self._tail_block is not None else ""
+
+    @property
+    def finished(self) -> bool:
+        return self._finished
+
+    def set_text(self, text: str, finished: bool) -> None:
+        """Show ``text`` from scratch (a stored reply, or a bubble built mid-stream)."""
+        self._lazy.stop()
+        self._drop_items(0)
+        self._selection = None
+        self._source = [text] if text else []
+        self._splitter = BlockSplitter()
+        self._finished = False
+        blocks = self._splitter.feed(text)
+        if finished:
+            blocks += self._splitter.finish()
+            self._finished = True
+        self._items = [BlockItem(b) for b in blocks]
+        self._tail_block, self._tail_shown = None, 0
+        self._sync_tail(force=True)
+        self._relayout()
+        self.update()
+        text_access.notify_reset(self)
+
+    def append_text(self, text: str) -> bool:
+        """Add streamed text at the end; True when that made the view taller."""
+        if not text or self._finished:
+            return False
+        self._source.append(text)
+        first_new = len(self._items)
+        shown = self._tail_shown
+        for block in self._splitter.feed(text):
+            self._add_item(block)
+        self._sync_tail(force=len(self._items) != first_new)
+        if text_access.active():  # a screen reader listens: say what changed
+            if len(self._items) != first_new or self._tail_shown < shown:
+                text_access.notify_reset(self)
+            else:
+                whole = self.toPlainText()
+                added = self._tail_shown - shown
+                text_access.notify_inserted(self, len(whole) - added, whole[len(whole) - added :])
+        grow = self._wanted_height() - self.height()
+        if grow > 0 and self.before_grow is not None:
+            self.before_grow(grow)
+        if len(self._items) != first_new:
+            top = int(self._items[first_new].top) if self._width > 0 else 0
+            self.update(QRect(0, top, self.width(), self.height() - top + 1000))
+        return self._fit()
+
+    def finish(self) -> None:
+        """The reply ended: its tail becomes a finished block."""
+        if self._finished:
+            return
+        for block in self._splitter.finish():
+            self._add_item(block)
+        self._finished = True
+        self._sync_tail(force=True)
+        self._fit()
+        self.update()
+        text_access.notify_reset(self)
+
+    def code_items(self) -> list[BlockItem]:
+        return [item for item in self._items if item.is_code]
+
+    # items and tail ---------------------------------------------------------------------------
+    def _add_item(self, block: Block) -> None:
+        item = BlockItem(block)
+        index = len(self._items)
+        self._items.append(item)
+        item.top = self._next_top(index)
+        self._tops.append(item.top)
+        if self._width > 0:
+            item.layout(self._width, self.style_)
+            self._place_copy_button(item)
+
+    def _drop_items(self, index: int) -> None:
+        for item in self._items[index:]:
+            if item.copy_button is not None:
+                item.copy_button.deleteLater()
+        del self._items[index:]
+        del self._tops[index:]
+
+    def _next_top(self, index: int) -> float:
+        if index == 0:
+            return 0.0
+        before = self._items[index - 1]
+        return before.top + before.height + GAP
+
+    def _sync_tail(self, force: bool) -> None:
+        tail = self._splitter.tail
+        if tail is None:
+            self._tail_block, self._tail_shown = None, 0
+            self._tail.set_all("")
+            self._tail.hide()
+            return
+        display = tail.code if tail.kind == "code" else tail.source
+        shown = self._tail_block
+        same = (
+            not force
+            and shown is not None
+            and shown.start == tail.start
+            and shown.kind == tail.kind
+            and len(display) >= self._tail_shown
+        )
+        was_code = shown is not None and shown.kind == "code"
+        self._tail_block = tail
+        style = self.style_
+        font = style.mono if tail.kind == "code" else style.font
+        if self._tail.font() != font:
+            self._tail.setFont(font)
+            same = False
+        if same:
+            self._tail.append_text(display[self._tail_shown :])
+        else:
+            self._tail.set_all(display)
+        self._tail_shown = len(display)
+        self._place_tail()
+        self._tail.show()
+        if was_code != (tail.kind == "code"):
+            self.update()
+
+    def _tail_top(self) -> float:
+        return self._next_top(len(self._items))
+
+    def _place_tail(self) -> None:
+        if self._tail_block is None or self._width <= 0:
+            return
+        top = self._tail_top()
+        if self._tail_block.kind == "code":
+            style = self.style_
+            x, y = CODE_PAD_X + 1, top + style.header + CODE_PAD_Y + 1
+            width = self._width - 2 * CODE_PAD_X - 2
+        else:
+            x, y, width = 0, top, self._width
+        geometry = QRect(int(x), int(y), int(max(1, width)), self._tail.height())
+        if self._tail.geometry() != geometry:
+            self._tail.setGeometry(geometry)
+
+    def _tail_height(self) -> float:
+        if self._tail_block is None:
+            return 0.0
+        height = float(self._tail.height() - 2)  # StreamText adds 2 px under its text
+        if self._tail_block.kind == "code":
+            height += self.style_.header + 2 * CODE_PAD_Y + 2
+        return height
+
+    def _bottom(self) -> float:
+        if self._width <= 0:
+            return 0.0
+        if self._tail_block is not None:
+            return self._tail_top() + self._tail_height()
+        if not self._items:
+            return 0.0
+        last = self._items[-1]
+        return last.top + last.height
+
+    def _wanted_height(self) -> int:
+        return max(math.ceil(self._bottom()), math.ceil(self.style_.line)) + 2
+
+    def _fit(self) -> bool:
+        height = self._wanted_height()
+        if self.height() == height:
+            return False
+        self.setFixedHeight(height)
+        return True
+
+    def sizeHint(self) -> QSize:
+        return QSize(200, self.height())
+
+    def _place_copy_button(self, item: BlockItem) -> None:
+        if not item.is_code:
+            return
+        button = item.copy_button
+        if button is None:
+            button = QToolButton(self)
+            button.setObjectName("CodeCopy")
+            button.setText("Copy")
+            button.setToolTip("Copy this code")
+            button.setAccessibleName(f"Copy this {item.block.language or 'code'} code")
+            button.setAutoRaise(True)
+            button.setCursor(Qt.CursorShape.PointingHandCursor)
+            button.clicked.connect(lambda _=False, it=item: self._copy_code(it))
+            item.copy_button = button
+            button.show()
+        size = button.sizeHint()
+        header = self.style_.header
+        button.setGeometry(
+            int(self._width - size.width() - 4),
+            int(item.top + (header - size.height()) / 2 + 1),
+            size.width(),
+            size.height(),
+        )
+
+    def _copy_code(self, item: BlockItem) -> None:
+        QGuiApplication.clipboard().setText(item.block.code)
+        button = item.copy_button
+        if button is not None:
+            button.setText("Copied")
+            self._copied = button
+            self._copied_timer.start()
+
+    def _reset_copied(self) -> None:
+        if self._copied is not None:
+            self._copied.setText("Copy")
+            self._copied = None
+
+    # layout -----------------------------------------------------------------------------------
+    def _relayout(self) -> None:
+        """Lay out again at the current width: everything for a short text; else what can be
+        seen now, the rest estimated and laid out when the loop is idle."""
+        if self._width <= 0:
+            return
+        style = self.style_
+        exact_all = len(self.source) <= EXACT_CHARS
+        wanted = self._wanted_rect() if not exact_all else None
+        top = 0.0
+        self._tops = []
+        for index, item in enumerate(self._items):
+            item.top = top
+            if item.exact and item.width == self._width:
+                pass
+            elif wanted is None or _touches(top, item.height or style.line, wanted):
+                item.layout(self._width, style)
+            else:
+                item.estimate(self._width, style)
+            self._tops.append(top)
+            self._place_copy_button(item)
+            top += item.height + GAP
+            if wanted is not None and index + 1 < len(self._items):
+                wanted = wanted  # positions after an exact layout are already final
+        self._place_tail()
+        self._fit()
+        if any(not item.exact for item in self._items):
+            self._lazy.start()
+
+    def _wanted_rect(self) -> tuple[float, float]:
+        """The y range (view coordinates) worth laying out first: the part of the view inside
+        its scroll area's viewport, widened to include the last screenful."""
+        area = self._scroll_area()
+        height = float(area.viewport().height()) if area is not None else 800.0
+        low, high = max(0.0, self.height() - height * 1.5), float(self.height())
+        if area is not None:
+            seen = self.mapFrom(area.viewport(), QPoint(0, 0)).y()
+            low, high = min(low, max(0.0, seen - height / 2)), max(high, seen + height * 1.5)
+            low = max(0.0, min(low, seen))
+        return low, high
+
+    def _scroll_area(self) -> QAbstractScrollArea | None:
+        parent = self.parentWidget()
+        while parent is not None and not isinstance(parent, QAbstractScrollArea):
+            parent = parent.parentWidget()
+        return parent
+
+    def _layout_slice(self) -> None:
+        """Lay out estimated items for a few ms; keep what is on screen where it was."""
+        deadline = time.perf_counter() + SLICE_S
+        style = self.style_
+        area = self._scroll_area()
+        anchor = -self.mapFrom(area.viewport(), QPoint(0, 0)).y() if area is not None else None
+        seen_top = -anchor if anchor is not None else 0
+        shift = 0.0
+        pending = False
+        for item in self._items:
+            if item.exact:
+                continue
+            if time.perf_counter() > deadline:
+                pending = True
+                break
+            before = item.height
+            item.layout(self._width, style)
+            if item.top + before <= seen_top:
+                shift += item.height - before
+        top = 0.0
+        for index, item in enumerate(self._items):
+            item.top = top
+            self._tops[index] = top
+            self._place_copy_button(item)
+            top += item.height + GAP
+        self._place_tail()
+        bar = area.verticalScrollBar() if area is not None else None
+        following = bar is not None and bar.value() >= bar.maximum() - 4
+        grew = self._fit()
+        if area is not None and bar is not None and shift and not following:
+            _relayout_up_to(self, area)
+            bar.setValue(bar.value() + round(shift))
+        if grew or shift:
+            self.update()
+        if not pending:
+            self._lazy.stop()
+
+    @property
+    def laying_out(self) -> bool:
+        """True while estimated heights are still being replaced by exact ones."""
+        return self._lazy.isActive()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if event.size().width() != self._width:
+            self._width = event.size().width()
+            self._relayout()
+            self.update()
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        kind = event.type()
+        if kind in (QEvent.Type.PaletteChange, QEvent.Type.StyleChange, QEvent.Type.FontChange):
+            colors = current_colors()
+            style = self._style
+            if style is None or style.colors != colors or style.font != self.font():
+                self._style = None
+                for item in self._items:
+                    item.drop_document()
+                self._sync_tail(force=True)
+                self._relayout()
+                self.update()
+
+    # painting ---------------------------------------------------------------------------------
+    def paintEvent(self, event: QPaintEvent) -> None:
+        if self._width <= 0:
+            return
+        rect = QRectF(event.rect())
+        style = self.style_
+        palette = self.palette()
+        painter = QPainter(self)
+        first = max(0, bisect_right(self._tops, rect.top()) - 1)
+        for index in range(first, len(self._items)):
+            item = self._items[index]
+            if item.top > rect.bottom():
+                break
+            if item.top + item.height < rect.top():
+                continue
+            painter.save()
+            painter.translate(0, item.top)
+            clip = rect.translated(0, -item.top)
+            item.paint(painter, clip, style, palette, self._item_selection(index))
+            painter.restore()
+        tail = self._tail_block
+        if tail is not None and tail.kind == "code":
+            top = self._tail_top()
+            painter.translate(0, top)
+            paint_code_frame(painter, self._width, self._tail_height(), tail.language, style)
+        painter.end()
+
+    def dispose(self) -> None:
+        self.before_grow = None
+        self._lazy.stop()
+        self.hide()
+        self.deleteLater()
+
+
+def _relayout_up_to(widget: QWidget, area: QAbstractScrollArea) -> None:
+    """Lay out every parent between ``widget`` and the scroll area now, bottom-up, and the
+    area's range, so a scroll-bar value set next is not clamped to the old range."""
+    parent = widget.parentWidget()
+    content = area.viewport()
+    while parent is not None and parent is not content and parent is not area:
+        layout = parent.layout()
+        if layout is not None:
+            layout.activate()
+        parent = parent.parentWidget()
+    settle = getattr(area, "relayout_now", None)
+    if callable(settle):
+        settle()
+    else:
+        QCoreApplication.sendEvent(area, QEvent(QEvent.Type.LayoutRequest))
+
+
+def _touches(top: float, height: float, wanted: tuple[float, float]) -> bool:
+    return top + height >= wanted[0] and top <= wanted[1]
