@@ -340,13 +340,19 @@ def active() -> bool:
     return bool(QAccessible.isActive())
 
 
+def _listened(widget: QWidget) -> bool:
+    """An assistive technology listens, and ``widget`` speaks for itself (a part that its
+    parent speaks for, like MarkdownView's live tail, sets ``accessible_text = False``)."""
+    return bool(QAccessible.isActive()) and getattr(type(widget), MARKER, False) is True
+
+
 def _post(event: QAccessibleEvent) -> None:
     QAccessible.updateAccessibility(event)
 
 
 def notify_inserted(widget: QWidget, position: int, text: str) -> None:
     """``text`` was inserted at ``position`` (a str index, usually the old end)."""
-    if not text or not QAccessible.isActive():
+    if not text or not _listened(widget):
         return
     whole = widget.toPlainText()  # type: ignore[attr-defined]
     at = to_utf16(whole, position)
@@ -356,7 +362,7 @@ def notify_inserted(widget: QWidget, position: int, text: str) -> None:
 
 def notify_reset(widget: QWidget, old_text: str = "") -> None:
     """All the text was replaced (``old_text``: what it was, when known)."""
-    if not QAccessible.isActive():
+    if not _listened(widget):
         return
     event = QAccessibleTextUpdateEvent(widget, 0, old_text, widget.toPlainText())  # type: ignore[attr-defined]
     _post(event)
@@ -364,7 +370,7 @@ def notify_reset(widget: QWidget, old_text: str = "") -> None:
 
 def notify_selection(widget: QWidget, start: int, end: int) -> None:
     """The selection became [start, end) (str indices, either order; equal: none)."""
-    if not QAccessible.isActive():
+    if not _listened(widget):
         return
     iface = QAccessible.queryAccessibleInterface(widget)
     whole = widget.toPlainText()  # type: ignore[attr-defined]

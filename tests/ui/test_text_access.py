@@ -319,3 +319,19 @@ def test_every_interface_type_can_be_asked_for(stream: StreamText) -> None:
     assert answers["TextInterface"]
     assert answers["EditableTextInterface"] is None  # read-only
     assert answers["ValueInterface"] is None
+
+
+def test_a_part_its_parent_speaks_for_posts_nothing(
+    qtbot: Any, events: list[QAccessibleEvent]
+) -> None:
+    class Part(StreamText):
+        accessible_text = False  # as MarkdownView's live tail
+
+    part = Part()
+    qtbot.addWidget(part)
+    part.resize(300, 40)
+    part.show()
+    part.append_text("tail text")
+    part.select(0, 4)
+    assert events == []
+    assert iface_of(part).role() != QAccessible.Role.StaticText
