@@ -131,6 +131,11 @@ def _prose_document(source: str, style: Style) -> QTextDocument:
             fmt.setCellPadding(4)
             fmt.setCellSpacing(0)
             frame.setFormat(fmt)
+            for column in range(frame.columns()):  # the header row on a tint
+                cell = frame.cellAt(0, column)
+                cell_format = cell.format()
+                cell_format.setBackground(code_bg)
+                cell.setFormat(cell_format)
     return doc
 
 

@@ -364,3 +364,26 @@ def test_quotes_have_a_bar_and_tables_a_border(qapp: QApplication, view: Transcr
     image = md.grab().toImage()
     bar = image.pixelColor(QPoint(3, int(quote.top + quote.height / 2)))
     assert bar.name() == QColor(theme.current_colors().muted).name()
+
+
+def test_a_theme_change_renders_the_blocks_again_in_its_colours(
+    qtbot: Any, qapp: QApplication, view: Transcript
+) -> None:
+    md = _stream(qapp, view, REPLY)
+    _finish(qapp, view, REPLY)
+    [code] = md.code_items()
+    light_doc = code.doc
+    light_bg = md.grab().toImage().pixelColor(QPoint(md.width() - 30, int(code.top) + 40))
+    theme.install(qapp, dark=True)
+    try:
+        _settle(qapp)
+        [code] = md.code_items()
+        md.grab()  # painting builds what the theme change dropped
+        assert code.doc is not None and code.doc is not light_doc
+        dark_bg = md.grab().toImage().pixelColor(QPoint(md.width() - 30, int(code.top) + 40))
+        assert dark_bg.name() == QColor(theme.current_colors().code_bg).name() != light_bg.name()
+        qtbot.mouseClick(code.copy_button, Qt.MouseButton.LeftButton)
+        assert code.copy_button.text() == "Copied"  # feedback, then back to "Copy"
+        qtbot.waitUntil(lambda: code.copy_button.text() == "Copy", timeout=5_000)
+    finally:
+        theme.install(qapp, dark=False)
