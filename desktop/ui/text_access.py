@@ -150,6 +150,36 @@ class TextAccessible(QAccessibleWidget, QAccessibleTextInterface):
         # makes the binding fail inside the bridge's call (a crash, not an exception)
         return other if isinstance(other, shiboken6.VoidPtr) else shiboken6.VoidPtr(0)  # type: ignore[return-value]
 
+    # children: parts the widget speaks for (``accessible_text = False``) are left out, so a
+    # screen reader meets one text, not the text and an unnamed piece of it
+    def _children(self) -> list[Any]:
+        found = []
+        for index in range(QAccessibleWidget.childCount(self)):
+            kid = QAccessibleWidget.child(self, index)
+            if kid is not None and getattr(type(kid.object()), MARKER, None) is not False:
+                found.append(kid)
+        return found
+
+    def childCount(self) -> int:
+        return len(self._children())
+
+    def child(self, index: int) -> Any:
+        kids = self._children()
+        return kids[index] if 0 <= index < len(kids) else None
+
+    def indexOfChild(self, child: Any) -> int:
+        target = child.object() if child is not None else None
+        for index, kid in enumerate(self._children()):
+            if kid.object() is target:
+                return index
+        return -1
+
+    def childAt(self, x: int, y: int) -> Any:
+        kid = QAccessibleWidget.childAt(self, x, y)
+        if kid is None or getattr(type(kid.object()), MARKER, None) is False:
+            return None  # over a part: the point is this text's
+        return kid
+
     def text(self, *args: Any) -> str:  # type: ignore[override]
         """``text(QAccessible.Text)`` of the interface, or ``text(start, end)`` of the text
         interface (one Python name serves both C++ overloads)."""

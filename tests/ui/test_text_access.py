@@ -335,3 +335,30 @@ def test_a_part_its_parent_speaks_for_posts_nothing(
     part.select(0, 4)
     assert events == []
     assert iface_of(part).role() != QAccessible.Role.StaticText
+
+
+def test_parts_it_speaks_for_are_not_its_accessible_children(qtbot: Any) -> None:
+    from PySide6.QtWidgets import QToolButton
+
+    class Part(StreamText):
+        accessible_text = False
+
+    view = StreamText()
+    qtbot.addWidget(view)
+    view.resize(400, 200)
+    part, button = Part(view), QToolButton(view)
+    button.setText("Copy")
+    part.setGeometry(0, 100, 400, 40)
+    button.setGeometry(350, 0, 40, 20)
+    view.show()
+    qtbot.waitExposed(view)
+    iface = iface_of(view)
+    assert iface.childCount() == 1
+    (kid,) = [iface.child(0)]
+    assert kid.object() is button and kid.role() == QAccessible.Role.Button
+    assert iface.indexOfChild(kid) == 0
+    assert iface.child(1) is None
+    over_part = view.mapToGlobal(QPoint(10, 110))
+    assert iface.childAt(over_part.x(), over_part.y()) is None
+    over_button = view.mapToGlobal(QPoint(360, 5))
+    assert iface.childAt(over_button.x(), over_button.y()).object() is button
