@@ -34,7 +34,12 @@ from desktop.ui.bubble_parts import (
 )
 from desktop.ui.md_render import BlockItem
 from desktop.ui.md_view import MarkdownView
-from desktop.ui.text_format import footer_lines, stats_tooltip, truncate_for_display
+from desktop.ui.text_format import (
+    REPLY_DISPLAY_LIMIT,
+    footer_lines,
+    stats_tooltip,
+    truncate_for_display,
+)
 from desktop.ui.widgets import FlowLayout
 
 BUBBLE_MAX_WIDTH = 820
@@ -289,11 +294,13 @@ class MessageBubble(QFrame):
             part.set_label(self.message.reasoning, self.status == "streaming")
         part.text.append_text(text)
 
-    def _render(self) -> None:
+    def _render(self, full: str) -> None:
         """The finished reply: the streamed view's tail becomes its last block when the text
-        is what streamed; otherwise (a stored reply, a text that changed) rendered afresh."""
+        is what streamed (all of it, however long); otherwise (a stored reply, a text that
+        changed) it is rendered afresh from ``self._content``."""
         view = self._reply_view()
-        if not view.finished and view.source == self._content:
+        if not view.finished and view.source == full:
+            self._content = full
             view.finish()
         elif view.source != self._content or not view.finished:
             view.set_text(self._content, finished=True)
@@ -388,8 +395,8 @@ class MessageBubble(QFrame):
                 self.set_streaming_text(content)
         elif assistant and content:
             self._markdown = True
-            self._content = truncate_for_display(content)
-            self._render()
+            self._content = truncate_for_display(content, REPLY_DISPLAY_LIMIT)
+            self._render(content)
         else:
             self._drop_view()
             self._markdown = False

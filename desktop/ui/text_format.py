@@ -7,7 +7,11 @@ from typing import Any
 
 from desktop.chat.format import stats_line, stats_line_variants, stats_tooltip_text
 
-DISPLAY_LIMIT = 20_000
+DISPLAY_LIMIT = 20_000  # a message in a plain label (the person's own)
+# A reply is a MarkdownView, which lays out what is on screen first and the rest when idle:
+# the whole of any reply a model is likely to write is shown (and a longer stream is not cut
+# when it ends, see MessageBubble._render).
+REPLY_DISPLAY_LIMIT = 400_000
 
 
 def truncate_for_display(text: str, limit: int = DISPLAY_LIMIT) -> str:

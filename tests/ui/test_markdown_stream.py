@@ -387,3 +387,21 @@ def test_a_theme_change_renders_the_blocks_again_in_its_colours(
         qtbot.waitUntil(lambda: code.copy_button.text() == "Copy", timeout=5_000)
     finally:
         theme.install(qapp, dark=False)
+
+
+def test_a_long_stored_reply_is_shown_whole_and_laid_out_when_idle(
+    qtbot: Any, qapp: QApplication, view: Transcript
+) -> None:
+    text = _long_markdown(150_000)  # far past the 20,000 characters a plain label shows
+    view.show_path([_message(text, "complete")])
+    _settle(qapp)
+    md = view.bubble(1).view
+    assert md is not None and md.source == text and md.finished
+    qtbot.waitUntil(lambda: not md.laying_out, timeout=30_000)
+    assert all(item.exact for item in md.items)
+    last = text.rsplit("\n\n", 1)[1].replace("**", "").replace("`", "")
+    assert md.items[-1].plain_text() == last
+    view.scroll_to_bottom()
+    _settle(qapp)
+    bar = view.verticalScrollBar()
+    assert bar.value() == bar.maximum() > 10_000
