@@ -200,9 +200,9 @@ def test_events_reach_qt_when_active_and_cost_nothing_when_not(
 
 
 # through C++, as the platform bridge calls ---------------------------------------------------
+CAN_CALL_NATIVE = sys.platform.startswith("linux") and platform.machine() == "x86_64"
 native = pytest.mark.skipif(
-    not (sys.platform.startswith("linux") and platform.machine() == "x86_64"),
-    reason="calls Qt 6's virtual tables with the x86-64 System V ABI",
+    not CAN_CALL_NATIVE, reason="calls Qt 6's virtual tables with the x86-64 System V ABI"
 )
 # Slots in Qt 6's vtables (fixed for all of Qt 6: Qt keeps its ABI within a major version).
 INTERFACE_CAST = 20  # QAccessibleInterface::interface_cast
@@ -362,3 +362,99 @@ def test_parts_it_speaks_for_are_not_its_accessible_children(qtbot: Any) -> None
     assert iface.childAt(over_part.x(), over_part.y()) is None
     over_button = view.mapToGlobal(QPoint(360, 5))
     assert iface.childAt(over_button.x(), over_button.y()).object() is button
+
+
+# MarkdownView: finished blocks painted as documents, the live tail plain --------------------
+MARKDOWN = (
+    "# Plan\n\nSome *emphasis* and `code` here.\n\n- first item\n- second item\n\n"
+    "```python\nprint('hi')\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nThe tail is stre"
+)
+
+
+@pytest.fixture
+def markdown(qtbot: Any, qloop: Any) -> Any:
+    from desktop.ui.md_view import MarkdownView
+
+    text_access.install()
+    view = MarkdownView()
+    view.setAccessibleName("Reply from Helper")
+    qtbot.addWidget(view)
+    view.resize(520, 60)
+    view.show()
+    qtbot.waitExposed(view)
+    view.append_text(MARKDOWN)
+    qtbot.waitUntil(lambda: not view.laying_out)
+    return view
+
+
+def test_markdown_reads_as_its_rendered_text(markdown: Any) -> None:
+    iface = iface_of(markdown)
+    assert iface.role() == QAccessible.Role.StaticText
+    assert iface.text(QAccessible.Text.Name) == "Reply from Helper"
+    value = iface.text(QAccessible.Text.Value)
+    assert value == markdown.toPlainText()
+    for shown in ("Plan", "Some emphasis and code here.", "first item", "print('hi')", "tail"):
+        assert shown in value
+    for mark in ("# Plan", "*emphasis*", "`code`", "```"):
+        assert mark not in value  # what is seen, not the Markdown marks
+    text = iface.textInterface()
+    before = text.characterCount()
+    markdown.append_text("aming on")
+    assert text.characterCount() == before + len("aming on")
+    assert iface.text(QAccessible.Text.Value).endswith("The tail is streaming on")
+    # the Copy button of the code block is a child; the live tail is not
+    kids = [iface.child(k) for k in range(iface.childCount())]
+    assert [kid.role() for kid in kids] == [QAccessible.Role.Button]
+
+
+def test_markdown_geometry_round_trips_in_every_kind_of_block(markdown: Any) -> None:
+    iface = iface_of(markdown)
+    text, value = iface.textInterface(), iface.text(QAccessible.Text.Value)
+    tops = []
+    for word in ("Plan", "emphasis", "second", "print", "tail"):
+        offset = value.index(word)
+        box = text.characterRect(offset)
+        assert box.isValid(), word
+        assert text.offsetAtPoint(QPoint(box.left() + 1, box.center().y())) == offset, word
+        tops.append(box.top())
+    assert tops == sorted(tops)  # heading, prose, list, code, tail: top to bottom
+
+
+def test_markdown_selection_across_blocks_both_ways(
+    markdown: Any, qtbot: Any, events: list[QAccessibleEvent]
+) -> None:
+    iface = iface_of(markdown)
+    text, value = iface.textInterface(), iface.text(QAccessible.Text.Value)
+    start, end = value.index("emphasis"), value.index("item") + len("item")
+
+    def at(offset: int) -> QPoint:
+        box = markdown.cursor_rect(offset)
+        return QPoint(box.left() + 1, box.center().y())
+
+    qtbot.mousePress(markdown, Qt.MouseButton.LeftButton, pos=at(start))
+    qtbot.mouseMove(markdown, at(end))
+    qtbot.mouseRelease(markdown, Qt.MouseButton.LeftButton, pos=at(end))
+    assert markdown.selection_range() == (start, end)
+    assert text.selectionCount() == 1
+    last = [e for e in events if e.type() == QAccessible.Event.TextSelectionChanged][-1]
+    assert (last.selectionStart(), last.selectionEnd()) == (start, end)
+    assert text.text(start, end).startswith("emphasis and code here.")
+    assert text.text(start, end).endswith("first item")
+    if CAN_CALL_NATIVE:  # the C++ selection() too, where it can be called
+        assert native_selection(native_text_interface(iface)) == (start, end)
+    second = value.index("second")
+    text.setSelection(0, second, second + len("second"))
+    assert markdown.selected_text() == "second"
+
+
+def test_markdown_streaming_posts_what_changed(
+    markdown: Any, events: list[QAccessibleEvent]
+) -> None:
+    shown = len(markdown.toPlainText())
+    markdown.append_text("aming")  # the tail grows
+    inserted = events[-1]
+    assert inserted.type() == QAccessible.Event.TextInserted
+    assert (inserted.changePosition(), inserted.textInserted()) == (shown, "aming")
+    markdown.append_text(" on.\n\nNext")  # the tail's block finishes: blocks changed
+    assert events[-1].type() == QAccessible.Event.TextUpdated
+    assert events[-1].textInserted() == markdown.toPlainText()
