@@ -264,6 +264,7 @@ class MessageBubble(QFrame):
             self.body.hide()
             self._view = MarkdownView()
             self._view.setObjectName("BubbleText")
+            self._view.setAccessibleName(f"Reply from {self.message.agent_name or 'the assistant'}")
             self._view.before_grow = self._before_grow
             self.body_layout.addWidget(self._view)
             self.body_box.show()

@@ -30,6 +30,7 @@ from PySide6.QtGui import (
     QTextDocument,
     QTextFormat,
     QTextFrameFormat,
+    QTextListFormat,
     QTextOption,
     QTextTable,
 )
@@ -203,6 +204,43 @@ def code_document(code: str, language: str, style: Style) -> QTextDocument:
     return doc
 
 
+def readable_text(doc: QTextDocument) -> str:
+    """A rendered block as text to paste: list items with their markers, a table's rows with
+    tab-separated cells (Qt's own plain text puts every cell on a line of its own)."""
+    lines: list[str] = []
+    row_key: tuple[int, int] | None = None
+    block = doc.begin()
+    while block.isValid():
+        cursor = QTextCursor(block)
+        table = cursor.currentTable()
+        if table is not None:
+            cell = table.cellAt(cursor)
+            key = (id(table), cell.row())
+            if key != row_key:
+                lines.append(block.text())
+            elif cell.firstCursorPosition().block() == block:
+                lines[-1] += "\t" + block.text()
+            else:  # a second paragraph in one cell
+                lines[-1] += " " + block.text()
+            row_key = key
+        else:
+            row_key = None
+            text, listed = block.text(), block.textList()
+            if listed is not None:
+                style = listed.format().style()
+                numbered = style.value <= QTextListFormat.Style.ListDecimal.value
+                marker = listed.itemText(block) if numbered else "-"
+                check = block.blockFormat().marker()
+                if check == QTextBlockFormat.MarkerType.Checked:
+                    marker += " [x]"
+                elif check == QTextBlockFormat.MarkerType.Unchecked:
+                    marker += " [ ]"
+                text = "  " * max(0, listed.format().indent() - 1) + f"{marker} {text}"
+            lines.append(text)
+        block = block.next()
+    return "\n".join(lines).strip("\n")
+
+
 def _plain(cursor: QTextCursor) -> str:
     return cursor.selectedText().replace("\u2029", "\n").replace("\u2028", "\n")
 
@@ -319,7 +357,15 @@ class BlockItem:
             return len(self.block.code if self.is_code else self.block.source)
         return max(0, self.doc.characterCount() - 1)
 
+    def copy_text(self, start: int = 0, end: int | None = None) -> str:
+        """What Copy puts on the clipboard for this block (or a part of it)."""
+        end = self.length if end is None else end
+        if start <= 0 and end >= self.length and not self.is_code and self.doc is not None:
+            return readable_text(self.doc)
+        return self.plain_text(start, end)
+
     def plain_text(self, start: int = 0, end: int | None = None) -> str:
+        """The document's own text (its offsets are the document's positions)."""
         doc = self.doc
         assert doc is not None
         end = self.length if end is None else end

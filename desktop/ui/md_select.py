@@ -104,7 +104,7 @@ class BlockSelection:
             start = a_off if index == a_index else 0
             end = b_off if index == b_index else item.length
             if end > start:
-                parts.append(item.markdown(start, end) if markdown else item.plain_text(start, end))
+                parts.append(item.markdown(start, end) if markdown else item.copy_text(start, end))
         if b_index >= len(self._items) and self._tail_block is not None:
             start = a_off if a_index == len(self._items) else 0
             parts.append(self._tail.toPlainText()[start:b_off])

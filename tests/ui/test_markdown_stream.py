@@ -276,6 +276,12 @@ def test_selection_runs_across_blocks_and_copies_plain_text_or_markdown(
     actions["Select all"].trigger()
     actions["Copy as Markdown"].trigger()
     assert qapp.clipboard().text() == REPLY  # whole blocks give back their own source
+    actions["Copy"].trigger()
+    plain = qapp.clipboard().text()
+    assert "- first, the prompt is read (prefill)\n" in plain  # list markers kept
+    assert "  1. a nested step" in plain
+    assert "Figure\tMeaning\tUnit\nTTFT\trequest sent to first token\tms" in plain  # rows
+    assert "def ttft(sent: float, first: float) -> float:\n    # time" in plain
     menu.deleteLater()
 
 
