@@ -46,7 +46,7 @@ from desktop.chat.md_blocks import Block, BlockSplitter
 from desktop.ui import text_access
 from desktop.ui.md_render import CODE_PAD_X, CODE_PAD_Y, GAP, BlockItem, Style, paint_code_frame
 from desktop.ui.md_select import BlockSelection, Pos
-from desktop.ui.stream_text import StreamText
+from desktop.ui.stream_text import StreamText, text_height
 from desktop.ui.theme import current_colors
 
 EXACT_CHARS = 30_000  # texts up to this long are laid out whole on a width change
@@ -84,6 +84,7 @@ class MarkdownView(BlockSelection, QWidget):
         self._tail = _Tail(self)
         self._tail.setObjectName("MarkdownTail")
         self._tail.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
+        self._tail.before_grow = self._tail_grows
         self._tail.hide()
         self._tail_block: Block | None = None
         self._tail_shown = 0  # characters of the tail's display text already in the widget
@@ -146,15 +147,29 @@ class MarkdownView(BlockSelection, QWidget):
         text_access.notify_reset(self)
 
     def append_text(self, text: str) -> bool:
-        """Add streamed text at the end; True when that made the view taller."""
+        """Add streamed text at the end; True when that made the view taller.
+
+        Nothing is marked dirty before ``before_grow`` (a transcript that follows the reply
+        blits its view up then, and anything dirty would be painted twice): growth within the
+        same tail is announced by the tail itself; a new block or a new tail is measured first.
+        """
         if not text or self._finished:
             return False
         self._source.append(text)
         first_new = len(self._items)
         shown = self._tail_shown
         for block in self._splitter.feed(text):
-            self._add_item(block)
-        self._sync_tail(force=len(self._items) != first_new)
+            self._add_item(block, place=False)
+        if not self._continues_tail():
+            self._announce_growth(self._measured_bottom())
+            self._sync_tail(force=True)
+        else:
+            self._sync_tail(force=False)  # StreamText calls before_grow (_tail_grows) itself
+        if len(self._items) != first_new:
+            for item in self._items[first_new:]:
+                self._place_copy_button(item)
+            top = int(self._items[first_new].top) if self._width > 0 else 0
+            self.update(QRect(0, top, self.width(), self.height() - top + 1000))
         if text_access.active():  # a screen reader listens: say what changed
             if len(self._items) != first_new or self._tail_shown < shown:
                 text_access.notify_reset(self)
@@ -162,13 +177,42 @@ class MarkdownView(BlockSelection, QWidget):
                 whole = self.toPlainText()
                 added = self._tail_shown - shown
                 text_access.notify_inserted(self, len(whole) - added, whole[len(whole) - added :])
-        grow = self._wanted_height() - self.height()
-        if grow > 0 and self.before_grow is not None:
-            self.before_grow(grow)
-        if len(self._items) != first_new:
-            top = int(self._items[first_new].top) if self._width > 0 else 0
-            self.update(QRect(0, top, self.width(), self.height() - top + 1000))
-        return self._fit()
+        # Grow only while streaming: a block that renders shorter than its plain tail leaves
+        # room the next text fills, instead of pulling the view down (a whole-screen repaint).
+        return self._fit(grow_only=True)
+
+    def _continues_tail(self) -> bool:
+        """Whether the splitter's tail is the one shown, grown at its end (same kind, font)."""
+        tail, shown = self._splitter.tail, self._tail_block
+        return (
+            tail is not None
+            and shown is not None
+            and shown.start == tail.start
+            and shown.kind == tail.kind
+            and len(tail.code if tail.kind == "code" else tail.source) >= self._tail_shown
+        )
+
+    def _measured_bottom(self) -> float:
+        """Where the content will end once the splitter's tail is shown (measured, not laid)."""
+        tail = self._splitter.tail
+        top = self._tail_top()
+        if tail is None or self._width <= 0:
+            return top - GAP if self._items else 0.0
+        style = self.style_
+        if tail.kind == "code":
+            width = self._width - 2 * CODE_PAD_X - 2
+            frame = style.header + 2 * CODE_PAD_Y + 2
+            return top + frame + text_height(tail.code, style.mono, width) - 2
+        return top + text_height(tail.source, style.font, self._width) - 2
+
+    def _announce_growth(self, bottom: float) -> None:
+        wanted = max(self.height(), max(math.ceil(bottom), math.ceil(self.style_.line)) + 2)
+        if wanted > self.height() and self.before_grow is not None:
+            self.before_grow(wanted - self.height())
+
+    def _tail_grows(self, pixels: int) -> None:
+        """The tail is about to be ``pixels`` taller (its own before_grow)."""
+        self._announce_growth(self._bottom() + pixels)
 
     def finish(self) -> None:
         """The reply ended: its tail becomes a finished block."""
@@ -186,7 +230,7 @@ class MarkdownView(BlockSelection, QWidget):
         return [item for item in self._items if item.is_code]
 
     # items and tail ---------------------------------------------------------------------------
-    def _add_item(self, block: Block) -> None:
+    def _add_item(self, block: Block, place: bool = True) -> None:
         item = BlockItem(block)
         index = len(self._items)
         self._items.append(item)
@@ -194,7 +238,8 @@ class MarkdownView(BlockSelection, QWidget):
         self._tops.append(item.top)
         if self._width > 0:
             item.layout(self._width, self.style_)
-            self._place_copy_button(item)
+            if place:
+                self._place_copy_button(item)
 
     def _drop_items(self, index: int) -> None:
         for item in self._items[index:]:
@@ -239,8 +284,9 @@ class MarkdownView(BlockSelection, QWidget):
         self._tail_shown = len(display)
         self._place_tail()
         self._tail.show()
-        if was_code != (tail.kind == "code"):
-            self.update()
+        if was_code != (tail.kind == "code"):  # the code box appears or goes: paint from there
+            top = int(self._tail_top())
+            self.update(QRect(0, top, self.width(), max(0, self.height() - top) + 1000))
 
     def _tail_top(self) -> float:
         return self._next_top(len(self._items))
@@ -277,11 +323,12 @@ class MarkdownView(BlockSelection, QWidget):
         last = self._items[-1]
         return last.top + last.height
 
-    def _wanted_height(self) -> int:
-        return max(math.ceil(self._bottom()), math.ceil(self.style_.line)) + 2
+    def _wanted_height(self, grow_only: bool = False) -> int:
+        height = max(math.ceil(self._bottom()), math.ceil(self.style_.line)) + 2
+        return max(height, self.height()) if grow_only else height
 
-    def _fit(self) -> bool:
-        height = self._wanted_height()
+    def _fit(self, grow_only: bool = False) -> bool:
+        height = self._wanted_height(grow_only)
         if self.height() == height:
             return False
         self.setFixedHeight(height)

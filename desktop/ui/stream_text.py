@@ -27,6 +27,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QPointF, QRect, QRectF, QSize, Qt
 from PySide6.QtGui import (
     QContextMenuEvent,
+    QFont,
     QFontMetricsF,
     QGuiApplication,
     QKeyEvent,
@@ -44,6 +45,30 @@ from PySide6.QtWidgets import QMenu, QSizePolicy, QWidget
 from desktop.ui import text_access
 
 FREEZE_LINES = 12  # the live piece is split once it wraps to more lines than this
+
+
+def text_height(text: str, font: QFont, width: int) -> int:
+    """The height a ``StreamText`` of ``width`` and ``font`` takes for ``text``, without one
+    (the same line breaking; its long-paragraph split changes no line)."""
+    option = QTextOption()
+    option.setWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+    line_height = QFontMetricsF(font).height()
+    total = 0.0
+    for paragraph in text.split("\n"):
+        if not paragraph:
+            total += line_height
+            continue
+        layout = QTextLayout(paragraph, font)
+        layout.setTextOption(option)
+        layout.beginLayout()
+        while True:
+            line = layout.createLine()
+            if not line.isValid():
+                break
+            line.setLineWidth(float(max(1, width)))
+            total += line.height()
+        layout.endLayout()
+    return max(math.ceil(total), math.ceil(line_height)) + 2
 
 
 class _Piece:
