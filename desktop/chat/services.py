@@ -18,6 +18,7 @@ from desktop.settings.paths import AppPaths
 from desktop.settings.prefs import Preferences
 from desktop.settings.secrets import RedactingFilter, SecretStore
 from desktop.store.agents import AgentStore
+from desktop.store.compare import CompareStore
 from desktop.store.conversations import ConversationStore
 from desktop.store.db import open_database
 from desktop.store.search import SearchStore
@@ -65,6 +66,7 @@ class Services:
     chat: ChatService
     local: LocalRuntime
     search: SearchStore
+    compare: CompareStore
 
     @classmethod
     def open(cls, paths: AppPaths, secrets: SecretStore | None = None) -> Services:
@@ -86,6 +88,10 @@ class Services:
         stale = conversations.mark_stale_streaming()
         if stale:
             log.info("marked %d replies cut off by a crash as interrupted", stale)
+        compare = CompareStore(db)
+        cut_runs = compare.mark_interrupted_runs()
+        if cut_runs:
+            log.info("marked %d prompt-set runs cut off by a crash as interrupted", cut_runs)
         # Conversations deleted in an earlier run whose undo was not used are gone for good.
         conversations.purge_trash()
         agents.ensure_starter()
@@ -100,6 +106,7 @@ class Services:
             chat,
             local,
             SearchStore(db),
+            compare,
         )
 
     def close(self) -> None:

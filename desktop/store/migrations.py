@@ -328,6 +328,107 @@ def m006_dashboard_indexes(db: sqlite_utils.Database) -> None:
         )
 
 
+def m007_compare(db: sqlite_utils.Database) -> None:
+    """Compare mode: sessions of side-by-side columns (each an ordinary conversation), pairwise
+    votes, saved agent sets, and prompt-set runs with one row per call (its stats row in
+    inference_stats, tagged with the run)."""
+    db.executescript(
+        """
+        CREATE TABLE IF NOT EXISTS compare_sessions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            title TEXT NOT NULL DEFAULT '',
+            blind INTEGER NOT NULL DEFAULT 0,
+            revealed INTEGER NOT NULL DEFAULT 0,  -- a blind session's names were shown
+            fair_seed INTEGER,  -- "same seed and temperature for all", or NULL
+            fair_temperature REAL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS compare_columns (
+            session_id INTEGER NOT NULL REFERENCES compare_sessions(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,  -- left to right, as shown (blind: a shuffled order)
+            label TEXT NOT NULL,  -- "A", "B", ... by position
+            agent_id INTEGER REFERENCES agents(id) ON DELETE SET NULL,
+            agent_name TEXT NOT NULL,  -- kept when the agent is deleted
+            conversation_id INTEGER REFERENCES conversations(id) ON DELETE SET NULL,
+            PRIMARY KEY (session_id, position)
+        );
+        CREATE TABLE IF NOT EXISTS compare_votes (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id INTEGER REFERENCES compare_sessions(id) ON DELETE SET NULL,
+            prompt TEXT NOT NULL,
+            left_agent_id INTEGER REFERENCES agents(id) ON DELETE SET NULL,
+            left_agent_name TEXT NOT NULL,
+            left_message_id INTEGER,
+            right_agent_id INTEGER REFERENCES agents(id) ON DELETE SET NULL,
+            right_agent_name TEXT NOT NULL,
+            right_message_id INTEGER,
+            outcome TEXT NOT NULL CHECK (outcome IN ('left', 'right', 'tie', 'both_bad')),
+            blind INTEGER NOT NULL DEFAULT 1,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS compare_votes_agents
+            ON compare_votes (left_agent_name, right_agent_name);
+        CREATE INDEX IF NOT EXISTS compare_votes_by_session ON compare_votes (session_id, id);
+        CREATE TABLE IF NOT EXISTS agent_sets (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL UNIQUE COLLATE NOCASE,
+            agent_ids TEXT NOT NULL,  -- JSON list, in column order
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS prompt_runs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            title TEXT NOT NULL DEFAULT '',
+            prompts TEXT NOT NULL,  -- JSON list of strings
+            agent_ids TEXT NOT NULL,  -- JSON list
+            agent_names TEXT NOT NULL,  -- JSON list, parallel to agent_ids
+            repeat INTEGER NOT NULL DEFAULT 1,
+            status TEXT NOT NULL DEFAULT 'running'
+                CHECK (status IN ('running', 'paused', 'cancelled', 'complete', 'interrupted')),
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS prompt_run_calls (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id INTEGER NOT NULL REFERENCES prompt_runs(id) ON DELETE CASCADE,
+            prompt_index INTEGER NOT NULL,
+            agent_id INTEGER REFERENCES agents(id) ON DELETE SET NULL,
+            agent_name TEXT NOT NULL,
+            repetition INTEGER NOT NULL,  -- 0 .. repeat-1
+            status TEXT NOT NULL CHECK (status IN ('complete', 'error', 'cancelled')),
+            error_text TEXT,
+            reply TEXT NOT NULL DEFAULT '',
+            stats_id INTEGER REFERENCES inference_stats(id) ON DELETE SET NULL,
+            created_at TEXT NOT NULL,
+            UNIQUE (run_id, prompt_index, agent_name, repetition)
+        );
+        -- agents.id is no AUTOINCREMENT, so a deleted agent's id can come back as a new agent:
+        -- the JSON id lists forget it, as a foreign key would (a set drops it, a run keeps
+        -- its place as null beside the name)
+        CREATE TRIGGER IF NOT EXISTS agent_sets_forget_agent AFTER DELETE ON agents BEGIN
+            UPDATE agent_sets SET agent_ids = (
+                SELECT json_group_array(value) FROM (
+                    SELECT value FROM json_each(agent_sets.agent_ids)
+                    WHERE value IS NOT old.id ORDER BY key
+                )
+            ) WHERE EXISTS (
+                SELECT 1 FROM json_each(agent_sets.agent_ids) WHERE value = old.id
+            );
+        END;
+        CREATE TRIGGER IF NOT EXISTS prompt_runs_forget_agent AFTER DELETE ON agents BEGIN
+            UPDATE prompt_runs SET agent_ids = (
+                SELECT json_group_array(CASE WHEN value = old.id THEN NULL ELSE value END)
+                FROM (SELECT value FROM json_each(prompt_runs.agent_ids) ORDER BY key)
+            ) WHERE EXISTS (
+                SELECT 1 FROM json_each(prompt_runs.agent_ids) WHERE value = old.id
+            );
+        END;
+        """
+    )
+    if "prompt_run_id" not in db["inference_stats"].columns_dict:
+        db.execute("ALTER TABLE inference_stats ADD COLUMN prompt_run_id INTEGER")
+
+
 Migration = tuple[str, Callable[[sqlite_utils.Database], None]]
 
 MIGRATIONS: list[Migration] = [
@@ -337,4 +438,5 @@ MIGRATIONS: list[Migration] = [
     ("m004_stats_outlive_messages", m004_stats_outlive_messages),
     ("m005_inference_visibility", m005_inference_visibility),
     ("m006_dashboard_indexes", m006_dashboard_indexes),
+    ("m007_compare", m007_compare),
 ]

@@ -83,6 +83,7 @@ STATS_COLUMNS = [
     "model_file_size",
     "quantization",
     *(name for name, _ in STATS_COLUMNS_M005),
+    "prompt_run_id",  # m007: a prompt-set run's call (no message, no conversation)
 ]
 EVERY_CALL = StatsFilter()
 EXPORT_COLUMNS = ["id", *STATS_COLUMNS]  # the keys of one export_rows() dict, in order

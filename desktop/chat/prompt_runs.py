@@ -1,0 +1,592 @@
+"""Prompt-set runs: prompts x agents x repetitions, each call measured like any reply (Qt-free).
+
+CONTRACT (written by the lead; the implementer keeps these names and fields):
+
+- ``parse_prompts(text, filename=None) -> list[str]``: a typed list (one prompt per line; a line
+  of ``---`` separates multi-line prompts when present), a ``.txt`` file (same rules) or a
+  ``.jsonl`` file (each line a JSON string, or an object with "prompt" or "text"); blank
+  entries dropped; a bad JSONL line raises ``UserError`` naming the line number.
+- ``PromptRunner(services, run_id, agents, on_progress=None)``: ``await runner.run()`` does
+  every (prompt, agent, repetition) not yet in ``prompt_run_calls`` (so a paused, interrupted or
+  reopened run resumes where it stopped), in that order; remote agents' calls for one prompt
+  go in parallel, local ones one at a time (one llama.cpp worker); each call streams through
+  ``ChatService.ask_once`` (no conversation is created; its stats row gets
+  ``prompt_run_id``), is stored with ``CompareStore.add_call``, and reports
+  ``on_progress(Progress)``. ``pause()`` lets running calls finish and stops before the next
+  (status "paused"); ``cancel()`` stops running calls (stored as "cancelled") and ends the run
+  ("cancelled"); a finished run is "complete". Errors in one call never stop the run.
+- ``summarise(services, run_id) -> list[AgentSummary]``: per agent, from the stored calls and
+  their stats rows: calls, errors, median and p95 TTFT (ms), median decode tok/s, median
+  prefill tok/s, median output tokens, total cost (None when any call's cost is unknown).
+- ``export_rows(services, run_id) -> list[dict]`` and ``summary_dicts``: what CSV/JSON export
+  writes (one row per call: prompt index, prompt, agent, repetition, status, TTFT, decode,
+  prefill, tokens, cost, error).
+
+How the implementation reads that:
+
+- "Not yet in prompt_run_calls" means not stored as ``complete`` or ``error``: a call stored
+  ``cancelled`` (stopped by Cancel, or by the app closing) is done again when the run resumes,
+  and ``add_call`` replaces its row. The order is prompt by prompt; within a prompt, repetition
+  by repetition; within a repetition the remote agents' calls run at once, alongside the local
+  agents' calls one after another.
+- The run's task cancelled from outside (the window closes, the CLI's loop ends): running calls
+  are stored ``cancelled``, the run ``interrupted`` (resumable), and the cancellation goes on.
+- Figures (TTFT, decode, prefill, output tokens) are taken over the calls that completed: a
+  failed or stopped call is counted (``errors``, ``cancelled``), not measured. Percentiles are
+  nearest-rank, as ``desktop/store/stats_query.py`` takes them: among n values sorted
+  ascending, p50 is the one at rank ceil(0.5·n), p95 at ceil(0.95·n) (ranks from 1).
+- Cost: the sum over the calls that have a price (local calls cost 0); None when no call is
+  priced, or when any call used tokens without a known price (never a partial sum shown as the
+  whole).
+- ``export_rows``: one dict per stored call, keys ``EXPORT_KEYS``; ``prompt_index`` and
+  ``repetition`` count from 1 there, as a person reads them (stored from 0).
+  ``summary_dicts``: one dict per agent, keys ``SUMMARY_KEYS`` (the ``AgentSummary`` fields).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from desktop.errors import UserError
+
+log = logging.getLogger("simi.prompt_runs")
+
+DONE = ("complete", "error")  # a stored call in one of these states is not done again
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    done: int
+    total: int
+    errors: int
+    current: str  # "Prompt 3 of 10 · Claude Sonnet · run 2 of 3"
+    # The call that just ended (None for the report made when the run starts or resumes):
+    # its place (from 0, as stored), agent, how it ended, time to first token, and error text.
+    prompt_index: int | None = None
+    agent_name: str = ""
+    repetition: int | None = None
+    status: str = ""  # complete / error / cancelled
+    ttft_ms: float | None = None
+    decode_tok_s: float | None = None
+    error_text: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSummary:
+    agent_name: str
+    calls: int
+    errors: int
+    ttft_p50_ms: float | None
+    ttft_p95_ms: float | None
+    decode_tok_s_p50: float | None
+    prefill_tok_s_p50: float | None
+    output_tokens_p50: float | None
+    cost_usd: float | None
+    cancelled: int = 0
+    decode_tok_s_p95: float | None = None
+    prefill_tok_s_p95: float | None = None
+    local: bool = False  # every call of the agent ran on this machine
+
+
+SUMMARY_KEYS = tuple(f.name for f in fields(AgentSummary))
+EXPORT_KEYS = (
+    "prompt_index",
+    "prompt",
+    "agent",
+    "repetition",
+    "status",
+    "ttft_ms",
+    "decode_tok_s",
+    "prefill_tok_s",
+    "prompt_tokens",
+    "output_tokens",
+    "cost_usd",
+    "error",
+)
+
+
+# parsing ----------------------------------------------------------------------------------------
+SEPARATOR = "---"
+
+
+def parse_prompts(text: str, filename: str | None = None) -> list[str]:
+    name = (filename or "").casefold()
+    if name.endswith(".jsonl"):
+        return _jsonl_prompts(text, filename or "")
+    if name.endswith(".json"):
+        return _json_prompts(text, filename or "")
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if any(line.strip() == SEPARATOR for line in lines):
+        chunks: list[list[str]] = [[]]
+        for line in lines:
+            if line.strip() == SEPARATOR:
+                chunks.append([])
+            else:
+                chunks[-1].append(line)
+        prompts = ["\n".join(chunk).strip() for chunk in chunks]
+    else:
+        prompts = [line.strip() for line in lines]
+    return [p for p in prompts if p]
+
+
+def _prompt_of(value: Any) -> str | None:
+    """A prompt from one JSON value: a string, or an object's "prompt" (or "text") string."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        for key in ("prompt", "text"):
+            if isinstance(value.get(key), str):
+                return str(value[key])
+    return None
+
+
+def _jsonl_prompts(text: str, filename: str) -> list[str]:
+    where = filename or "the JSONL text"
+    prompts: list[str] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError as exc:
+            raise UserError(f"{where}, line {number}: not JSON ({_reason(exc)}).") from None
+        prompt = _prompt_of(value)
+        if prompt is None:
+            raise UserError(
+                f"{where}, line {number}: expected a string or an object with "
+                '"prompt" (or "text") as a string.'
+            )
+        if prompt.strip():
+            prompts.append(prompt.strip())
+    return prompts
+
+
+def _json_prompts(text: str, filename: str) -> list[str]:
+    """A ``.json`` file: a list of prompts (strings or objects), as a JSONL file's lines."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise UserError(f"{filename} is not JSON ({_reason(exc)}).") from None
+    if not isinstance(value, list):
+        raise UserError(f"{filename}: expected a list of prompts.")
+    prompts: list[str] = []
+    for number, item in enumerate(value, start=1):
+        prompt = _prompt_of(item)
+        if prompt is None:
+            raise UserError(f"{filename}, item {number}: expected a string or an object with "
+                            '"prompt" (or "text").')  # fmt: skip
+        if prompt.strip():
+            prompts.append(prompt.strip())
+    return prompts
+
+
+def _reason(exc: ValueError) -> str:
+    msg = getattr(exc, "msg", None)
+    return str(msg or exc).rstrip(".")
+
+
+# running ----------------------------------------------------------------------------------------
+def agents_for_run(services: Any, run: Any) -> list[Any]:
+    """The agents of a stored run as they are now (by id, else by name), for resuming it.
+    ``UserError`` naming any that no longer exist."""
+    found: list[Any] = []
+    missing: list[str] = []
+    for agent_id, name in zip(run.agent_ids, run.agent_names, strict=True):
+        agent = services.agents.get(agent_id) if agent_id is not None else None
+        agent = agent or services.agents.by_name(name)
+        if agent is None:
+            missing.append(name)
+        else:
+            found.append(agent)
+    if missing:
+        names = ", ".join(f"“{n}”" for n in missing)
+        raise UserError(f"This run cannot go on: {names} no longer exist.")
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class _Slot:
+    prompt_index: int
+    agent: Any
+    repetition: int
+
+
+class PromptRunner:
+    def __init__(
+        self,
+        services: Any,
+        run_id: int,
+        agents: list[Any],
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> None:
+        self._services = services
+        self._run_id = run_id
+        self._agents = list(agents)
+        self._on_progress = on_progress
+        self._pausing = False
+        self._cancelling = False
+        self._running: set[asyncio.Task[None]] = set()
+        self._done = 0
+        self._errors = 0
+        self._total = 0
+        self._prompts: tuple[str, ...] = ()
+        self._repeat = 1
+        self._names: dict[int, str] = {}
+
+    @property
+    def run_id(self) -> int:
+        return self._run_id
+
+    async def run(self) -> str:
+        """Returns the run's final status."""
+        store = self._services.compare
+        stored = store.run(self._run_id)
+        if stored is None:
+            raise UserError(f"There is no prompt-set run {self._run_id}.")
+        self._prompts, self._repeat = tuple(stored.prompts), max(1, int(stored.repeat))
+        self._pausing = self._cancelling = False
+        # An agent renamed since the run began keeps the run's name for it (its calls are
+        # stored, found and summarised under the name the run was made with).
+        by_id = {
+            i: n for i, n in zip(stored.agent_ids, stored.agent_names, strict=True) if i is not None
+        }
+        self._names = {id(a): by_id.get(a.id) or a.name for a in self._agents}
+        names = {_key(n) for n in self._names.values()}
+        finished = {
+            (c.prompt_index, _key(c.agent_name), c.repetition): c
+            for c in store.calls(self._run_id)
+            if c.status in DONE and _key(c.agent_name) in names
+        }
+        plan = [
+            _Slot(p, agent, r)
+            for p in range(len(self._prompts))
+            for r in range(self._repeat)
+            for agent in self._agents
+        ]
+        self._total = len(plan)
+        self._done = sum(1 for s in plan if self._slot_key(s) in finished)
+        self._errors = sum(
+            1 for s in plan if (c := finished.get(self._slot_key(s))) and c.status == "error"
+        )
+        todo = [s for s in plan if self._slot_key(s) not in finished]
+        store.set_run_status(self._run_id, "running")
+        self._report(None, "", None)
+        try:
+            for group in _groups(todo):
+                if self._pausing or self._cancelling:
+                    break
+                await self._run_group(group)
+        except asyncio.CancelledError:
+            self._cancel_running()
+            with contextlib.suppress(Exception):
+                store.set_run_status(self._run_id, "interrupted")
+            raise
+        except BaseException:
+            with contextlib.suppress(Exception):
+                store.set_run_status(self._run_id, "interrupted")
+            raise
+        if self._cancelling:
+            status = "cancelled"
+        elif self._done >= self._total:
+            status = "complete"
+        else:
+            status = "paused"
+        store.set_run_status(self._run_id, status)
+        return status
+
+    def pause(self) -> None:
+        """Running calls finish; no new one starts; the run ends as "paused"."""
+        self._pausing = True
+
+    def cancel(self) -> None:
+        """Running calls stop (stored "cancelled"); the run ends as "cancelled"."""
+        self._cancelling = True
+        self._cancel_running()
+
+    # one group: the calls of one (prompt, repetition) ----------------------------------------
+    async def _run_group(self, group: list[_Slot]) -> None:
+        remote = [s for s in group if not s.agent.is_local]
+        local = [s for s in group if s.agent.is_local]
+
+        async def locals_in_turn() -> None:
+            for slot in local:
+                if self._pausing or self._cancelling:
+                    return
+                await self._spawn(slot)
+
+        await asyncio.gather(*(self._spawn(s) for s in remote), locals_in_turn())
+
+    async def _spawn(self, slot: _Slot) -> None:
+        if self._cancelling:
+            return
+        task = asyncio.ensure_future(self._call(slot))
+        self._running.add(task)
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            me = asyncio.current_task()
+            if me is None or not me.cancelling():
+                return  # Cancel reached the call before it began: nothing was sent
+            # the run's own task was cancelled (not Cancel): stop the call, let it store itself
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            raise
+        finally:
+            self._running.discard(task)
+
+    def _cancel_running(self) -> None:
+        for task in list(self._running):
+            task.cancel()
+
+    async def _call(self, slot: _Slot) -> None:
+        agent = slot.agent
+        prompt = self._prompts[slot.prompt_index]
+        chat = self._services.chat
+        text, status, error_text, stats_id, stats = "", "cancelled", None, None, None
+        outside = False
+        try:
+            one = await chat.ask_once(agent, prompt, prompt_run_id=self._run_id)
+            text, status, error_text = one.text, one.status, one.error_text
+            stats_id, stats = one.stats_id, one.stats
+        except asyncio.CancelledError:
+            outside = not self._cancelling  # not our Cancel: the cancellation goes on
+        except Exception as exc:  # a bug in one call: recorded on it, the others go on
+            log.exception("prompt-run call failed")
+            status, error_text = "error", f"Something went wrong inside SIMI Multi: {exc!r}"
+        if status not in ("complete", "error", "cancelled"):
+            status = "complete"
+        self._services.compare.add_call(
+            self._run_id,
+            slot.prompt_index,
+            (agent.id, self._name(slot)),
+            slot.repetition,
+            status,
+            reply=text or "",
+            error_text=error_text,
+            stats_id=stats_id,
+        )
+        if status in DONE:
+            self._done += 1
+            self._errors += status == "error"
+        self._report(slot, status, stats, error_text)
+        if outside:
+            raise asyncio.CancelledError
+
+    def _name(self, slot: _Slot) -> str:
+        return self._names.get(id(slot.agent)) or str(slot.agent.name)
+
+    def _slot_key(self, slot: _Slot) -> tuple[int, str, int]:
+        return slot.prompt_index, _key(self._name(slot)), slot.repetition
+
+    def _report(
+        self,
+        slot: _Slot | None,
+        status: str,
+        stats: dict[str, Any] | None,
+        error_text: str | None = None,
+    ) -> None:
+        if self._on_progress is None:
+            return
+        if slot is None:
+            progress = Progress(self._done, self._total, self._errors, "")
+        else:
+            stats = stats or {}
+            progress = Progress(
+                self._done,
+                self._total,
+                self._errors,
+                describe(
+                    slot.prompt_index,
+                    len(self._prompts),
+                    self._name(slot),
+                    slot.repetition,
+                    self._repeat,
+                ),
+                prompt_index=slot.prompt_index,
+                agent_name=self._name(slot),
+                repetition=slot.repetition,
+                status=status,
+                ttft_ms=stats.get("ttft_ms"),
+                decode_tok_s=stats.get("decode_tok_s"),
+                error_text=error_text,
+            )
+        try:
+            self._on_progress(progress)
+        except Exception:
+            log.exception("progress report failed")
+
+
+def describe(prompt_index: int, prompts: int, agent_name: str, repetition: int, repeat: int) -> str:
+    """ "Prompt 3 of 10 · Claude Sonnet · run 2 of 3" (indexes from 0, as stored)."""
+    run = f"run {repetition + 1} of {repeat}"
+    return f"Prompt {prompt_index + 1} of {prompts} · {agent_name} · {run}"
+
+
+def _groups(todo: list[_Slot]) -> Iterable[list[_Slot]]:
+    """The slots of each (prompt, repetition), in order."""
+    group: list[_Slot] = []
+    for slot in todo:
+        if group and (group[0].prompt_index, group[0].repetition) != (
+            slot.prompt_index,
+            slot.repetition,
+        ):
+            yield group
+            group = []
+        group.append(slot)
+    if group:
+        yield group
+
+
+def _key(name: str) -> str:
+    return name.casefold()
+
+
+# results ----------------------------------------------------------------------------------------
+_STATS_FIELDS = (
+    "id",
+    "ttft_ms",
+    "decode_tok_s",
+    "prefill_tok_s",
+    "prompt_tokens",
+    "output_tokens",
+    "cost_usd",
+    "price_source",
+    "provider_kind",
+)
+
+
+def _stats_rows(services: Any, ids: list[int]) -> dict[int, dict[str, Any]]:
+    rows: dict[int, dict[str, Any]] = {}
+    cols = ", ".join(_STATS_FIELDS)
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ", ".join("?" for _ in chunk)
+        cur = services.db.execute(
+            f"SELECT {cols} FROM inference_stats WHERE id IN ({marks})", chunk
+        )
+        for values in cur.fetchall():
+            row = dict(zip(_STATS_FIELDS, values, strict=True))
+            rows[int(row["id"])] = row
+    return rows
+
+
+def _run_and_calls(services: Any, run_id: int) -> tuple[Any, list[Any], dict[int, dict]]:
+    run = services.compare.run(run_id)
+    if run is None:
+        raise UserError(f"There is no prompt-set run {run_id}.")
+    calls = services.compare.calls(run_id)
+    stats = _stats_rows(services, [c.stats_id for c in calls if c.stats_id is not None])
+    return run, calls, stats
+
+
+def nearest_rank_value(values: list[float], p_percent: int) -> float | None:
+    """The p-th percentile by nearest rank (as stats_query): None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, -(-p_percent * len(ordered) // 100))
+    return float(ordered[rank - 1])
+
+
+def summarise(services: Any, run_id: int) -> list[AgentSummary]:
+    """Per agent of the run, in the run's order (then any other name its calls carry)."""
+    run, calls, stats = _run_and_calls(services, run_id)
+    order = list(dict.fromkeys([*run.agent_names, *(c.agent_name for c in calls)]))
+    by_agent: dict[str, list[Any]] = {_key(n): [] for n in order}
+    for c in calls:
+        by_agent[_key(c.agent_name)].append(c)
+    out: list[AgentSummary] = []
+    seen: set[str] = set()
+    for name in order:
+        key = _key(name)
+        if key in seen:
+            continue
+        seen.add(key)
+        mine = by_agent[key]
+        rows = [stats.get(c.stats_id) if c.stats_id is not None else None for c in mine]
+        complete = [r for c, r in zip(mine, rows, strict=True) if c.status == "complete" and r]
+
+        def figure(column: str, p: int, among: list[dict[str, Any]] = complete) -> float | None:
+            return nearest_rank_value([r[column] for r in among if r[column] is not None], p)
+
+        out.append(
+            AgentSummary(
+                agent_name=name,
+                calls=len(mine),
+                errors=sum(c.status == "error" for c in mine),
+                ttft_p50_ms=figure("ttft_ms", 50),
+                ttft_p95_ms=figure("ttft_ms", 95),
+                decode_tok_s_p50=figure("decode_tok_s", 50),
+                prefill_tok_s_p50=figure("prefill_tok_s", 50),
+                output_tokens_p50=figure("output_tokens", 50),
+                cost_usd=_total_cost([r for r in rows if r]),
+                cancelled=sum(c.status == "cancelled" for c in mine),
+                decode_tok_s_p95=figure("decode_tok_s", 95),
+                prefill_tok_s_p95=figure("prefill_tok_s", 95),
+                local=bool(rows) and all(_is_local(r) for r in rows if r),
+            )
+        )
+    return out
+
+
+def _is_local(row: dict[str, Any]) -> bool:
+    return row.get("provider_kind") == "local" or row.get("price_source") == "local"
+
+
+def _total_cost(rows: list[dict[str, Any]]) -> float | None:
+    """The sum over priced calls; None when none is priced or one used tokens unpriced."""
+    total, priced = 0.0, 0
+    for r in rows:
+        if r.get("price_source") is not None and r.get("cost_usd") is not None:
+            total += float(r["cost_usd"])
+            priced += 1
+        elif r.get("prompt_tokens") is not None or r.get("output_tokens") is not None:
+            return None
+    return round(total, 9) if priced else None
+
+
+def export_rows(services: Any, run_id: int) -> list[dict[str, Any]]:
+    """One dict per stored call (keys ``EXPORT_KEYS``), in run order: prompt, repetition, the
+    run's agent order."""
+    run, calls, stats = _run_and_calls(services, run_id)
+    rank = {_key(n): i for i, n in enumerate(run.agent_names)}
+    ordered = sorted(
+        calls,
+        key=lambda c: (c.prompt_index, c.repetition, rank.get(_key(c.agent_name), len(rank))),
+    )
+    rows: list[dict[str, Any]] = []
+    for c in ordered:
+        s = stats.get(c.stats_id) if c.stats_id is not None else None
+        s = s or {}
+        prompt = run.prompts[c.prompt_index] if 0 <= c.prompt_index < len(run.prompts) else ""
+        cost = s.get("cost_usd") if s.get("price_source") is not None else None
+        rows.append(
+            {
+                "prompt_index": c.prompt_index + 1,
+                "prompt": prompt,
+                "agent": c.agent_name,
+                "repetition": c.repetition + 1,
+                "status": c.status,
+                "ttft_ms": s.get("ttft_ms"),
+                "decode_tok_s": s.get("decode_tok_s"),
+                "prefill_tok_s": s.get("prefill_tok_s"),
+                "prompt_tokens": s.get("prompt_tokens"),
+                "output_tokens": s.get("output_tokens"),
+                "cost_usd": cost,
+                "error": c.error_text,
+            }
+        )
+    return rows
+
+
+def summary_dicts(summaries: list[AgentSummary]) -> list[dict[str, Any]]:
+    """Each summary as a dict, keys ``SUMMARY_KEYS`` in that order."""
+    return [asdict(s) for s in summaries]
