@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from desktop.chat import one_shot
 from desktop.chat.agents import AgentService
 from desktop.chat.kinds import find_kind, load_params_for
+from desktop.chat.one_shot import OneShot
 from desktop.chat.price_book import PriceBook
 from desktop.chat.pricing import price_call, provider_ref
 from desktop.chat.providers import ProviderFactory
@@ -335,6 +337,21 @@ class ChatService:
         await self._finish_priced(turn, clock, status, finish, warming)
         return turn
 
+    async def ask_once(
+        self,
+        agent: Agent,
+        prompt: str,
+        *,
+        prompt_run_id: int | None = None,
+        on_event: Callable[[StreamEvent], None] | None = None,
+    ) -> OneShot:
+        """One prompt (after the agent's system prompt, no history), no conversation stored:
+        its stats row carries ``prompt_run_id``. Errors and Stop come back on the result
+        (``chat/one_shot.py``)."""
+        return await one_shot.ask_once(
+            self, agent, prompt, prompt_run_id=prompt_run_id, on_event=on_event
+        )
+
     def _warm_prices(self, agent: Agent) -> asyncio.Future[None] | None:
         """Start warming the price book on a worker thread (None: nothing to warm)."""
         if agent.is_local or self.prices.ready or not _dataset_prices(agent):
@@ -361,6 +378,17 @@ class ChatService:
             self._finish(turn, clock, status, finish_reason, error)
             raise
         self._finish(turn, clock, status, finish_reason, error)
+
+    def price_row(self, row: dict[str, Any], agent: Agent) -> None:
+        """Price a finished call's stats row in place, at the prices in force: a later price
+        change leaves history alone. Not warm yet (a call stopped early): only a reported
+        cost, an override or local is known."""
+        priced = self.prices.price_if_ready(row, agent)
+        overridden = (agent.price_input_per_m, agent.price_output_per_m) != (None, None)
+        if priced is None and (overridden or not _dataset_prices(agent)):
+            priced = price_call(row, agent)  # no dataset needed (nor imported)
+        if priced is not None:
+            row.update(priced.fields())
 
     def _finish(
         self,
@@ -390,14 +418,7 @@ class ChatService:
             endpoint_host=urlsplit(agent.base_url).hostname if agent.base_url else None,
             model_requested=agent.model,
         )
-        # Priced now, at the prices in force: a later price change leaves history alone. Not
-        # warm yet (a call stopped early): only a reported cost, an override or local is known.
-        priced = self.prices.price_if_ready(row, agent)
-        overridden = (agent.price_input_per_m, agent.price_output_per_m) != (None, None)
-        if priced is None and (overridden or not _dataset_prices(agent)):
-            priced = price_call(row, agent)  # no dataset needed (nor imported)
-        if priced is not None:
-            row.update(priced.fields())
+        self.price_row(row, agent)
         try:
             self.stats.record(row)
         except Exception:

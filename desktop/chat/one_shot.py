@@ -1,0 +1,186 @@
+"""One prompt to one agent, outside any conversation: a prompt-set run's call.
+
+``ask_once`` streams the agent's system prompt and the prompt (no history) through the same
+path as a conversation's turn (the key read off the loop, ``ProviderFactory.for_agent`` with
+its retry, ``StatsClock``, pricing when the call ends) and records one ``inference_stats`` row
+with ``prompt_run_id`` and no message or conversation. Nothing else is stored: the caller
+(``chat/prompt_runs.py``) keeps the reply with the run's call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from desktop.chat.kinds import find_kind
+from desktop.chat.stats_clock import StatsClock
+from desktop.errors import UserError
+from desktop.llm.events import Finished, ReasoningDelta, RunInfo, StreamEvent, TextDelta
+from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
+from desktop.store.agents import Agent
+
+if TYPE_CHECKING:
+    from desktop.chat.session import ChatService
+
+log = logging.getLogger("simi.chat")
+
+
+@dataclass(frozen=True, slots=True)
+class OneShot:
+    """What one call gave: ``status`` complete / cancelled / error; ``text`` what arrived
+    (partial when cancelled or failed); ``error_text`` the error's finished message;
+    ``stats_id`` / ``stats`` its stored row (``stats_id`` None only if recording failed)."""
+
+    text: str
+    status: str
+    error_text: str | None
+    stats_id: int | None
+    stats: dict[str, Any] | None
+    error_kind: str | None = None  # the UserError's kind ("rate_limited", "auth", …)
+    reasoning: str = ""
+    notice: str | None = None  # what the backend did on its own (RunInfo.notice)
+
+    @property
+    def finish_reason(self) -> str | None:
+        return self.stats.get("finish_reason") if self.stats else None
+
+
+def request_once(agent: Agent, prompt: str, prompt_run_id: int | None = None) -> ChatRequest:
+    messages: list[ChatMessage] = []
+    if agent.system_prompt.strip():
+        messages.append(ChatMessage("system", agent.system_prompt))
+    messages.append(ChatMessage("user", prompt))
+    return ChatRequest(
+        model=agent.model,
+        messages=tuple(messages),
+        sampling=Sampling(
+            temperature=agent.temperature,
+            top_p=agent.top_p,
+            max_tokens=agent.max_tokens,
+            seed=agent.seed,
+            stop=agent.stop,
+        ),
+        session_key=f"prompt-run:{prompt_run_id}" if prompt_run_id is not None else None,
+    )
+
+
+async def ask_once(
+    chat: ChatService,
+    agent: Agent,
+    prompt: str,
+    *,
+    prompt_run_id: int | None = None,
+    on_event: Callable[[StreamEvent], None] | None = None,
+    on_clock: Callable[[StatsClock], None] | None = None,
+) -> OneShot:
+    """Stream one reply. Never raises a ``UserError`` (it becomes status "error"). Cancelling
+    the task that awaits it ends the call with status "cancelled" and the text so far, and
+    *returns* that (the cancellation is consumed: a caller that must stop too checks its own
+    flag). ``on_clock`` gets the call's stats clock before it starts (live TTFT, tok/s)."""
+    clock = StatsClock(chat._clock)
+    if on_clock is not None:
+        on_clock(clock)
+    parts: list[str] = []
+    thoughts: list[str] = []
+    notice: str | None = None
+    finish = "error"
+    provider = None
+    warming = chat._warm_prices(agent)
+
+    def done(status: str, reason: str, error: UserError | None = None) -> OneShot:
+        row = clock.row(reason, error.kind if error else None)
+        row.update(
+            message_id=None,
+            conversation_id=None,
+            agent_id=agent.id,
+            agent_name=agent.name,
+            provider_kind=agent.kind,
+            endpoint_host=urlsplit(agent.base_url).hostname if agent.base_url else None,
+            model_requested=agent.model,
+            prompt_run_id=prompt_run_id,
+        )
+        chat.price_row(row, agent)
+        stats_id: int | None = None
+        try:
+            stats_id = chat.stats.record(row)
+        except Exception:
+            log.exception("could not record inference stats")
+        return OneShot(
+            text="".join(parts),
+            status=status,
+            error_text=error.user_message if error else None,
+            stats_id=stats_id,
+            stats=row,
+            error_kind=error.kind if error else None,
+            reasoning="".join(thoughts),
+            notice=notice,
+        )
+
+    async def priced() -> None:
+        """Wait for the price book (warming on a worker thread); stopped meanwhile: the row
+        is priced with what is known without it."""
+        if warming is None:
+            return
+        try:
+            await asyncio.wait([warming])
+        except asyncio.CancelledError:
+            _consume_cancel()
+
+    try:
+        try:
+            if chat._agents is not None and _is_remote(agent):
+                # the keyring may sit behind an unlock prompt: never on the loop
+                await asyncio.to_thread(chat._agents.fetch_key, agent)
+            provider = chat.providers.for_agent(agent)
+            request = request_once(agent, prompt, prompt_run_id)
+            async with contextlib.aclosing(provider.stream(request)) as events:  # type: ignore[type-var,unused-ignore]
+                async for event in events:
+                    clock.on_event(event)
+                    if isinstance(event, TextDelta):
+                        parts.append(event.text)
+                    elif isinstance(event, ReasoningDelta):
+                        thoughts.append(event.text)
+                    elif isinstance(event, RunInfo) and event.notice:
+                        notice = event.notice
+                    elif isinstance(event, Finished):
+                        finish = event.reason
+                    if on_event is not None:
+                        on_event(event)
+        finally:
+            if provider is not None:
+                with contextlib.suppress(Exception):
+                    await provider.aclose()
+    except asyncio.CancelledError:
+        _consume_cancel()
+        return done("cancelled", "cancelled")
+    except UserError as exc:
+        log.info("one-shot call failed (%s): %s", exc.kind, exc.user_message)
+        await priced()
+        return done("error", "error", exc)
+    except Exception as exc:  # a bug: recorded as the error it is, then it surfaces
+        done(
+            "error",
+            "error",
+            UserError(f"Something went wrong inside SIMI Multi: {type(exc).__name__}"),
+        )
+        raise
+    await priced()
+    return done("cancelled" if finish == "cancelled" else "complete", finish)
+
+
+def _consume_cancel() -> None:
+    """This call handled the cancellation (it returns the cancelled result): take the
+    request off the task, so an ``asyncio.timeout`` around the caller still works."""
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
+
+
+def _is_remote(agent: Agent) -> bool:
+    kind = find_kind(agent.kind)
+    return kind is not None and kind.remote
