@@ -6,6 +6,7 @@ simi agents list|show|add|edit|clone|remove
 simi stats [--agent NAME ...] [--since DATE] [--until DATE] [--json|--csv] [--rows]
                                                                         (desktop.cli_stats)
 simi models list|gpu [--json] | add-folder PATH | remove-folder PATH   (desktop.cli_models)
+simi bench --agents A,B --prompts FILE [--repeat N] [--json|--csv]      (desktop.cli_bench)
 simi export CONVERSATION [--format md|json] [-o FILE]
 simi import FILE
 simi db move-aside
@@ -21,7 +22,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from desktop import APP_NAME, __version__, cli_ask, cli_models, cli_stats
+from desktop import APP_NAME, __version__, cli_ask, cli_bench, cli_models, cli_stats
 from desktop.chat.agent_rules import number_field, parse_number
 from desktop.errors import UserError, ValidationError
 
@@ -143,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     _command(asub, "remove", "delete an agent (its conversations stay)", "name")
 
     cli_stats.add_parser(sub)
+    cli_bench.add_parser(sub)
 
     export = sub.add_parser("export", help="write a conversation as Markdown or JSON")
     export.add_argument("conversation", help="conversation id, or (part of) its title")
@@ -215,6 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "ask": cli_ask.run,
             "agents": _agents,
             "stats": _stats,
+            "bench": cli_bench.run,
             "export": _export,
             "import": _import,
         }
