@@ -11,6 +11,7 @@ from desktop.store.agents import Agent, AgentStore
 from desktop.store.compare import CompareStore, column_label
 from desktop.store.conversations import ConversationStore
 from desktop.store.db import open_database
+from desktop.store.migrations import MIGRATIONS
 from desktop.store.stats import StatsStore
 
 
@@ -234,3 +235,17 @@ def test_deleting_an_agent_keeps_its_name_everywhere(db) -> None:
 @pytest.mark.parametrize(("position", "label"), [(0, "A"), (5, "F"), (25, "Z"), (26, "AA")])
 def test_columns_are_labelled_by_position(position: int, label: str) -> None:
     assert column_label(position) == label
+
+
+def test_a_database_from_before_compare_mode_keeps_its_stats_rows(tmp_path: Path) -> None:
+    path = tmp_path / "simi.db"
+    old = open_database(path, migrations=[m for m in MIGRATIONS if m[0] != "m007_compare"])
+    StatsStore(old).record(
+        {"agent_name": "A", "provider_kind": "local", "started_at": "2026-01-01T00:00:00"}
+    )
+    old.conn.close()
+    db = open_database(path)
+    (row,) = StatsStore(db).rows()
+    assert row["agent_name"] == "A" and row["prompt_run_id"] is None
+    assert CompareStore(db).runs() == [] and CompareStore(db).sessions() == []
+    db.conn.close()
