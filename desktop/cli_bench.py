@@ -211,6 +211,7 @@ def _print_results(services: Any, run_id: int, args: argparse.Namespace, status:
 _COLUMNS: tuple[tuple[str, Any, bool], ...] = (
     ("agent", lambda s: s.agent_name, False),
     ("calls", lambda s: f"{s.calls:,}", True),
+    ("cancelled", lambda s: f"{s.cancelled:,}", True),
     ("errors", lambda s: f"{s.errors:,}", True),
     ("TTFT p50", lambda s: _ms(s.ttft_p50_ms), True),
     ("TTFT p95", lambda s: _ms(s.ttft_p95_ms), True),
