@@ -1,12 +1,14 @@
 """``simi bench``: a prompt set sent to several agents, N times each, and the per-agent table.
 
 simi bench --agents A,B --prompts FILE [--repeat N] [--json | --csv [--rows]] [--title T]
+simi bench --resume RUN [--json | --csv [--rows]]
 
 The run is stored like one started in the window (Compare → Prompt-set runs), so it reopens
 there. One line per call on stderr ("[3/12] Prompt 2 · Claude · run 1: 412 ms to first
 token"); the summary at the end on stdout: a table, or ``--json`` (the run, its per-agent
 summary and every call) or ``--csv`` (the summary; with ``--rows`` every call). Ctrl+C stops
-the running calls, stores the run as cancelled and prints what was measured so far.
+the running calls, stores the run as cancelled and prints what was measured so far;
+``--resume RUN`` goes on with a stored run (cancelled, paused, cut off): only its missing calls.
 """
 
 from __future__ import annotations
@@ -41,19 +43,23 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--agents",
         action="append",
-        required=True,
         metavar="A,B",
         help="agent names, comma-separated (or repeat the option)",
     )
     p.add_argument(
         "--prompts",
-        required=True,
         metavar="FILE",
         help="a text file (one prompt per line, or prompts separated by lines of ---), a "
         ".jsonl file (strings or objects with \"prompt\"), or '-' for standard input",
     )
     p.add_argument("--repeat", type=_positive, default=1, metavar="N", help="runs per prompt")
     p.add_argument("--title", default="", help="the run's title (default: the file name)")
+    p.add_argument(
+        "--resume",
+        type=_positive,
+        metavar="RUN",
+        help="go on with stored run RUN (cancelled, paused or cut off): only its missing calls",
+    )
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="the run, summary and calls as JSON")
     fmt.add_argument("--csv", action="store_true", help="the summary as CSV")
@@ -75,6 +81,15 @@ def run(services: Any, args: argparse.Namespace) -> int:
     if args.rows and not args.csv:
         _err("bench: --rows goes with --csv (with --json every call is there already).")
         return EXIT_USAGE
+    if args.resume is not None:
+        if args.agents or args.prompts:
+            _err("bench: --resume goes on with the run's own agents and prompts; leave out "
+                 "--agents and --prompts.")  # fmt: skip
+            return EXIT_USAGE
+        return _resume(services, args)
+    if not (args.agents and args.prompts):
+        _err("bench: give --agents A,B and --prompts FILE (or --resume RUN).")
+        return EXIT_USAGE
     agents, unknown = [], []
     for name in _agent_names(args.agents):
         agent = services.agents.by_name(name)
@@ -95,6 +110,19 @@ def run(services: Any, args: argparse.Namespace) -> int:
         prompts, [(a.id, a.name) for a in agents], repeat=args.repeat, title=title
     )
     status = _run(services, stored.id, agents)
+    _print_results(services, stored.id, args, status)
+    return EXIT_INTERRUPTED if status == "cancelled" else EXIT_OK
+
+
+def _resume(services: Any, args: argparse.Namespace) -> int:
+    from desktop.chat.prompt_runs import agents_for_run
+    from desktop.cli import EXIT_INTERRUPTED, EXIT_OK
+    from desktop.errors import UserError
+
+    stored = services.compare.run(args.resume)
+    if stored is None:
+        raise UserError(f"There is no prompt-set run {args.resume}.")
+    status = _run(services, stored.id, agents_for_run(services, stored))
     _print_results(services, stored.id, args, status)
     return EXIT_INTERRUPTED if status == "cancelled" else EXIT_OK
 
@@ -200,9 +228,12 @@ def _print_results(services: Any, run_id: int, args: argparse.Namespace, status:
             rows_to_csv(summary_dicts(summaries), out, list(SUMMARY_KEYS))
     else:
         print_table(summaries, out)
-        done = {"cancelled": "Cancelled: the table holds the calls made before the stop."}
-        if status in done:
-            print(done[status], file=out)
+        if status == "cancelled":
+            print(
+                "Cancelled: the table holds the calls made before the stop. Go on with: "
+                f"simi bench --resume {run_id}",
+                file=out,
+            )
         print(f"Stored as run {run_id}; it reopens in Compare → Prompt-set runs.", file=out)
     out.flush()
 

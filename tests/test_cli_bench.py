@@ -20,23 +20,26 @@ from tests.test_cli import simi
 OVERFLOW = {"error": {"message": "maximum context length is 16", "code": "context_length_exceeded"}}
 
 
-def _reply(request: Recorded) -> Reply:
+def _reply(request: Recorded, slow_seen: list[str]) -> Reply:
     prompt = request.json()["messages"][-1]["content"]
     if request.json()["model"] == "flaky" and prompt == "second":
         return error_reply(400, OVERFLOW)
-    if prompt == "slow":
+    if prompt == "slow" and not slow_seen:  # endless the first time only
+        slow_seen.append(prompt)
         return Reply(body=ticking_tokens(None), chunk_delay_s=0.02)
     return Reply(body=ticking_tokens(4))
 
 
 @pytest.fixture
 def server(simi_home: Path) -> Iterator[FaultServer]:
-    """Two remote agents on one loopback server: "Steady", and "Flaky" (refuses "second")."""
+    """Two remote agents on one loopback server: "Steady", and "Flaky" (refuses "second");
+    the prompt "slow" streams without end the first time it is asked."""
     from desktop.chat.services import Services
     from desktop.settings.paths import AppPaths
     from desktop.store.agents import Agent
 
-    with FaultServer(_reply) as fault:
+    slow_seen: list[str] = []
+    with FaultServer(lambda request: _reply(request, slow_seen)) as fault:
         services = Services.open(AppPaths.from_env())
         try:
             for name, model in (("Steady", "steady"), ("Flaky", "flaky")):
@@ -120,10 +123,12 @@ def test_an_unknown_agent_is_a_usage_error_that_lists_the_agents(cli_env, server
     out = simi(cli_env, "bench", "--agents", "Steady,Nobody", "--prompts", prompts)
     assert out.returncode == 2 and out.stdout == ""
     assert "Nobody" in out.stderr and "Steady" in out.stderr and "Flaky" in out.stderr
+    missing = simi(cli_env, "bench", "--prompts", prompts)
+    assert missing.returncode == 2 and "--agents" in missing.stderr
     assert not server.requests  # nothing was sent
 
 
-def test_ctrl_c_stores_the_run_as_cancelled_and_prints_what_was_measured(
+def test_ctrl_c_stores_the_run_as_cancelled_and_resume_does_the_rest(
     cli_env, server, tmp_path
 ) -> None:
     prompts = _prompts(tmp_path, "first\nslow\nsecond\n")
@@ -151,7 +156,8 @@ def test_ctrl_c_stores_the_run_as_cancelled_and_prints_what_was_measured(
     assert "Prompt 2 · Steady · run 1: cancelled" in stderr
     steady = next(line for line in stdout.splitlines() if line.startswith("Steady"))
     assert steady.split()[1:4] == ["2", "1", "0"]  # one complete, one cancelled; no third
-    assert "Cancelled" in stdout and len(server.requests) == 2
+    assert "Cancelled" in stdout and "simi bench --resume 1" in stdout
+    assert len(server.requests) == 2
 
     from desktop.chat.services import Services
     from desktop.settings.paths import AppPaths
@@ -163,3 +169,15 @@ def test_ctrl_c_stores_the_run_as_cancelled_and_prints_what_was_measured(
         assert [c.status for c in services.compare.calls(run.id)] == ["complete", "cancelled"]
     finally:
         services.close()
+
+    resumed = simi(cli_env, "bench", "--resume", "1", "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    prompts_sent = [r.json()["messages"][-1]["content"] for r in server.requests]
+    assert prompts_sent == ["first", "slow", "slow", "second"]  # only the missing calls
+    record = json.loads(resumed.stdout)
+    assert record["run"]["status"] == "complete"
+    assert [c["status"] for c in record["calls"]] == ["complete"] * 3
+    assert "[2/3] Prompt 2 · Steady · run 1: " in resumed.stderr
+
+    both = simi(cli_env, "bench", "--resume", "1", "--agents", "Steady")
+    assert both.returncode == 2 and "--resume" in both.stderr
