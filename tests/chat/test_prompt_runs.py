@@ -25,6 +25,7 @@ from desktop.chat.prompt_runs import (
     summary_dicts,
 )
 from desktop.errors import UserError
+from desktop.llm.events import TextDelta
 from desktop.local.starter import STARTER_AGENT_NAME
 from desktop.store.agents import Agent
 from tests.helpers.fault_server import FaultServer, Recorded, Reply, error_reply, ticking_tokens
@@ -222,7 +223,21 @@ async def _until(condition: Any) -> None:
     raise AssertionError("the condition never came true")
 
 
-def test_cancel_stops_the_running_calls_and_stores_the_run_as_cancelled(services) -> None:
+def test_cancel_stops_the_running_calls_and_stores_the_run_as_cancelled(
+    services, monkeypatch
+) -> None:
+    """``ask_once`` is the real one, wrapped only to see when each call's text arrives."""
+    texts: list[str] = []
+    real_ask_once = services.chat.ask_once
+
+    async def ask_once(agent: Agent, prompt: str, **kw: Any) -> Any:
+        def seen(event: object) -> None:
+            if isinstance(event, TextDelta):
+                texts.append(agent.name)
+
+        return await real_ask_once(agent, prompt, on_event=seen, **kw)
+
+    monkeypatch.setattr(services.chat, "ask_once", ask_once)
     with FaultServer(_endless) as server:
         one, two = _remote(services, server, "One"), _remote(services, server, "Two")
         stored = services.compare.create_run(["x", "y"], [(one.id, one.name), (two.id, two.name)])
@@ -230,8 +245,7 @@ def test_cancel_stops_the_running_calls_and_stores_the_run_as_cancelled(services
 
         async def go() -> str:
             task = asyncio.ensure_future(runner.run())
-            await _until(lambda: len(server.requests) == 2)
-            await asyncio.sleep(0.1)  # some tokens arrive
+            await _until(lambda: {"One", "Two"} <= set(texts))  # both are streaming
             runner.cancel()
             return await task
 
