@@ -330,7 +330,7 @@ def test_a_width_change_lays_out_what_is_seen_first_and_the_rest_when_idle(
     exact = [item.exact for item in md.items]
     assert not all(exact) and all(exact[seen : seen + 3])  # what is on screen is laid out
     seen_y = int(md.items[seen].top) + md.mapTo(view.viewport(), QPoint(0, 0)).y()
-    qtbot.waitUntil(lambda: not md.laying_out, timeout=20_000)
+    qtbot.waitUntil(lambda: not md.laying_out, timeout=30_000)
     _settle(qapp)
     assert all(item.exact for item in md.items)
     # what the person is reading stays where it was while the rest is laid out (within a line)
@@ -341,7 +341,7 @@ def test_a_width_change_lays_out_what_is_seen_first_and_the_rest_when_idle(
     fresh.set_text(text, finished=False)
     fresh.resize(md.width(), 10)
     fresh.show()
-    qtbot.waitUntil(lambda: fresh.width() == md.width() and not fresh.laying_out)
+    qtbot.waitUntil(lambda: fresh.width() == md.width() and not fresh.laying_out, timeout=30_000)
     assert [round(i.height) for i in fresh.items] == [round(i.height) for i in md.items]
     fresh.deleteLater()
 
