@@ -60,6 +60,7 @@ from desktop.ui.dashboard_data import (
 )
 from desktop.ui.dashboard_picker import AgentPicker
 from desktop.ui.elided_label import ElidedLabel
+from desktop.ui.rating_table import RatingSection
 from desktop.ui.widgets import hbox, vbox
 
 log = logging.getLogger("simi.ui.dashboard")
@@ -243,6 +244,9 @@ class StatsPage(QWidget):
         layout.addWidget(_section("SIDE BY SIDE"))
         self.bars = CompareBars()
         layout.addWidget(self.bars)
+        self.ratings = RatingSection(self._services)  # hidden until a vote is stored
+        layout.addWidget(self.ratings)
+        self.refreshed.connect(self.ratings.refresh)
         layout.addStretch(1)
         self.scroll_area.setWidget(inner)
         return self.scroll_area
