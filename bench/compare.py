@@ -10,6 +10,10 @@ all four, on the real qasync loop, with the window shown at 1280x800 (offscreen)
 Measured:
 - a 10 ms ``QTimer``'s lateness while the four stream (p50/p99/max, ms): a Qt window paints
   from this loop, so lateness above one 60 Hz frame (16 ms) would show as jank;
+- the same probe for 2 s with nothing streaming (``idle_reference``: the machine's own noise),
+  the ticks inside the streaming alone (``streaming_only``: from Send's return to the first
+  column's end, without the work of starting and ending the replies), and how long Send
+  itself kept the loop (``send_blocked_ms``, per round);
 - per-stream throughput: the stored stats row's ``decode_tok_s`` (tokens from the first to
   the last, the figure the column shows) of one stream alone (the first column sends alone)
   against each of the four when all send at once. ``worst_vs_lone`` is the slowest of the four
@@ -45,6 +49,7 @@ from remote_streams import percentile, serve
 
 STREAMS = 4
 PROBE_MS = 10
+IDLE_S = 2.0
 TARGET_LAG_P99_MS = 16
 TARGET_VS_LONE = 0.95
 PROMPT = "Tell me about the sea."
@@ -148,6 +153,10 @@ async def rounds(services: Any, harness: Harness, count: int) -> dict[str, Any]:
     await until_idle(harness)
     harness.send_all(PROMPT)  # warm-up: connections, first layouts, price book
     await until_idle(harness)
+    idle = LagProbe()  # the same probe with nothing streaming: this machine's own noise
+    idle.start()
+    await asyncio.sleep(IDLE_S)
+    idle.stop()
     probe = LagProbe()
     lone: list[float] = []
     many: list[list[float]] = [[] for _ in harness.panes]
@@ -189,6 +198,7 @@ async def rounds(services: Any, harness: Harness, count: int) -> dict[str, Any]:
         "lags": probe.lags,
         "streaming": streaming,
         "send_ms": send_ms,
+        "idle": idle.lags,
     }
 
 
@@ -267,6 +277,11 @@ def run_window(base: str, count: int) -> dict[str, Any]:
         "lag_max_ms": round(max(lags), 2),
         "probe_ticks": len(lags),
         "send_blocked_ms": [round(x, 1) for x in runs["send_ms"]],
+        "idle_reference": {
+            "lag_p50_ms": round(percentile(runs["idle"], 50), 2),
+            "lag_p99_ms": round(percentile(runs["idle"], 99), 2),
+            "lag_max_ms": round(max(runs["idle"]), 2),
+        },
         "streaming_only": {
             "lag_p50_ms": round(percentile(runs["streaming"], 50), 2),
             "lag_p99_ms": round(percentile(runs["streaming"], 99), 2),
