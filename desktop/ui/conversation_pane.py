@@ -73,13 +73,17 @@ class ConversationPane(QWidget):
         self.presenter = ConversationPresenter(services, agent, conversation_id, self)
         self._agents = agents  # the agents "Switch agent" and "Regenerate with…" offer
         self._confirm = confirm or (lambda _title, _text: True)
+        self._shown_name: str | None = None  # set_shown_name: replies named this instead
+        self._composer_shown = True  # set_composer_visible
 
         layout = vbox(self)
-        layout.addWidget(self._build_header())
+        self.header = self._build_header()
+        layout.addWidget(self.header)
         self.transcript = Transcript()
         self.transcript.set_footer_mode(footer_mode)
         layout.addWidget(self.transcript, 1)
-        layout.addWidget(self._build_composer())
+        self.composer_area = self._build_composer()
+        layout.addWidget(self.composer_area)
 
         p = self.presenter
         p.agent_changed.connect(self._show_agent)
@@ -182,6 +186,28 @@ class ConversationPane(QWidget):
     def set_agent(self, agent: Agent | None) -> None:
         self.presenter.set_agent(agent)
 
+    def set_composer_visible(self, visible: bool) -> None:
+        """A host with one composer for many panes (compare view) hides each pane's own; it
+        shows only while a message of this pane is being edited (Edit makes a branch here)."""
+        self._composer_shown = visible
+        self.composer_area.setVisible(visible or self.presenter.editing is not None)
+
+    def set_header_visible(self, visible: bool) -> None:
+        """A host that names the agent itself (compare view) hides the pane's header."""
+        self.header.setVisible(visible)
+
+    def set_shown_name(self, name: str | None) -> None:
+        """Show replies as written by ``name`` (a blind comparison's "A"), without their model;
+        None shows the agents' own names again. Re-shows the transcript."""
+        self._shown_name = name
+        self.transcript.set_agent_name(name or (self.agent.name if self.agent else None))
+        self.show_path()
+
+    def _shown(self, message: Message) -> Message:
+        if self._shown_name is None or message.role == "user":
+            return message
+        return replace(message, agent_name=self._shown_name, model=None)
+
     def refresh_header(self) -> None:
         """The agent's model state changed (or its model file's header was read)."""
         agent = self.agent
@@ -207,7 +233,7 @@ class ConversationPane(QWidget):
             ratio = self.devicePixelRatioF()
             self.header_badge.setPixmap(agent_badge(agent.name, agent.kind, HEADER_BADGE_PX, ratio))
             self.composer.setPlaceholderText(f"Message {agent.name}…")
-            self.transcript.set_agent_name(agent.name)
+            self.transcript.set_agent_name(self._shown_name or agent.name)
             self.refresh_header()
             self._read_model_header(agent)
         self._update_send_enabled()
@@ -252,7 +278,7 @@ class ConversationPane(QWidget):
         if conv_id is None:
             self.transcript.clear()
             return
-        messages = self.services.conversations.messages(conv_id)
+        messages = [self._shown(m) for m in self.services.conversations.messages(conv_id)]
         self.transcript.show_path(messages, self._fetch, focus_id)
         self.transcript.set_busy(self.busy)
         turn = self.presenter.turn
@@ -268,7 +294,8 @@ class ConversationPane(QWidget):
         if turn.kind in ("regenerate", "edit"):
             return  # path_changed re-showed the branch, new reply included
         if turn.kind == "continue" and turn.reply is not None:
-            self.transcript.update_message(replace(turn.reply, status="streaming"), None)
+            reply = self._shown(replace(turn.reply, status="streaming"))
+            self.transcript.update_message(reply, None)
             bubble = self.transcript.bubble(turn.assistant_message_id)
             if bubble is not None:
                 bubble.set_streaming_text(turn.prefix)
@@ -277,7 +304,7 @@ class ConversationPane(QWidget):
             if turn.user_message is not None:
                 self.transcript.add_message(turn.user_message)
             if turn.reply is not None:
-                self.transcript.add_message(turn.reply)
+                self.transcript.add_message(self._shown(turn.reply))
         self.transcript.scroll_to_bottom()
 
     def check_fit(self) -> None:
@@ -306,7 +333,7 @@ class ConversationPane(QWidget):
     def _on_turn_finished(self, turn: Turn) -> None:
         message = final_message(turn)
         if message is not None:
-            self.transcript.update_message(message, turn.stats)
+            self.transcript.update_message(self._shown(message), turn.stats)
 
     def _on_message_action(self, action: str, message_id: int) -> None:
         p = self.presenter
@@ -386,6 +413,7 @@ class ConversationPane(QWidget):
             self.composer.clear()
             if editing:
                 self.edit_banner.hide()
+                self.composer_area.setVisible(self._composer_shown)
 
     def stop(self) -> None:
         """Esc: stop this conversation's reply, or leave editing."""
@@ -402,6 +430,7 @@ class ConversationPane(QWidget):
             return
         self.composer.setPlainText(text)
         self.edit_banner.show()
+        self.composer_area.show()
         self.composer.setFocus()
         cursor = self.composer.textCursor()
         cursor.movePosition(cursor.MoveOperation.End)
@@ -410,6 +439,7 @@ class ConversationPane(QWidget):
     def cancel_edit(self) -> None:
         self.presenter.cancel_edit()
         self.edit_banner.hide()
+        self.composer_area.setVisible(self._composer_shown)
 
     def delete_message(self, message_id: int) -> None:
         if self.busy:

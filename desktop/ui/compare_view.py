@@ -1,0 +1,479 @@
+"""Compare: one prompt to 2-6 agents side by side, each column an ordinary conversation pane.
+
+One composer sends the same text to every column at once (remote agents stream in parallel;
+local ones wait their turn for the one llama.cpp worker, and their pane says "queued"). A
+follow-up goes to every column's own conversation. When every column finished, the fastest
+first token, fastest decode and cheapest are marked, and the vote bar asks which answer is
+better. Blind: columns are "A", "B", … in a shuffled order until the first vote of a prompt
+reveals them. A comparison is stored (``services.compare``) when its first prompt is sent and
+reopens from "Saved comparisons" with its columns, transcripts and votes.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from collections.abc import Callable
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QDoubleValidator, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFrame,
+    QInputDialog,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QSplitter,
+    QWidget,
+)
+
+from desktop.chat.services import Services
+from desktop.store.agents import Agent
+from desktop.ui.compare_column import CompareColumn, fair_agent, winners
+from desktop.ui.compare_picker import MAX_AGENTS, MIN_AGENTS, AgentPicker
+from desktop.ui.compare_vote import VoteBar
+from desktop.ui.widgets import ComposerEdit, FlowLayout, FocusFrame, hbox, vbox
+
+DEFAULT_SEED = 42
+DEFAULT_TEMPERATURE = 0.7
+TITLE_CHARS = 80
+
+
+def column_label(position: int) -> str:
+    return string.ascii_uppercase[position]
+
+
+class CompareView(QWidget):
+    """Signals: all_finished() when every column's reply to a prompt ended;
+    continue_requested(int): open that conversation as an ordinary chat."""
+
+    all_finished = Signal()
+    continue_requested = Signal(int)
+
+    def __init__(self, services: Services, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("CompareView")
+        self.services = services
+        self.columns: list[CompareColumn] = []
+        self.session_id: int | None = None
+        self.prompt = ""  # the prompt the columns answered last (votes are stored with it)
+        self._agents: list[Agent] = []  # as picked (column order unless blind)
+        self._pending: set[int] = set()  # positions still answering the prompt
+        self._revealed = False
+        self.shuffle: Callable[[list[Agent]], list[Agent]] = lambda a: random.sample(a, len(a))
+        self.ask_text: Callable[[str, str, str], str | None] = self._ask_text
+        self.pick: Callable[[AgentPicker], bool] = lambda dialog: bool(dialog.exec())
+
+        layout = vbox(self)
+        layout.addWidget(self._build_bar())
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.setChildrenCollapsible(False)
+        self.empty = QLabel("Choose 2 to 6 agents with Agents… to compare their answers.")
+        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty.setWordWrap(True)
+        layout.addWidget(self.empty, 1)
+        # six columns may not fit a small window: they scroll sideways, never widen it
+        self.scroller = QScrollArea()
+        self.scroller.setObjectName("CompareColumns")
+        self.scroller.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroller.setWidgetResizable(True)
+        self.scroller.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroller.setWidget(self.splitter)
+        layout.addWidget(self.scroller, 1)
+        self.vote_bar = VoteBar()
+        self.vote_bar.voted.connect(self._on_vote)
+        self.vote_bar.hide()
+        layout.addWidget(self.vote_bar)
+        layout.addWidget(self._build_composer())
+        self.refresh()
+        self._update_controls()
+        self.setFocusProxy(self.composer)
+
+    # building --------------------------------------------------------------------------------
+    def _build_bar(self) -> QWidget:
+        bar = QFrame()
+        bar.setObjectName("ChatHeader")
+        flow = FlowLayout(bar, 8)
+        flow.setContentsMargins(12, 8, 12, 8)
+        self.agents_button = QPushButton("Agents…")
+        self.agents_button.setToolTip("Choose the 2 to 6 agents to compare")
+        self.agents_button.clicked.connect(self.pick_agents)
+        self.set_pick = QComboBox()
+        self.set_pick.setAccessibleName("Saved agent sets")
+        self.set_pick.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
+        self.set_pick.setMinimumContentsLength(8)
+        self.set_pick.activated.connect(self._on_set_picked)
+        self.save_set_button = QPushButton("Save as set…")
+        self.save_set_button.setToolTip("Save these agents as a set to compare again")
+        self.save_set_button.clicked.connect(self.save_set)
+        self.blind = QCheckBox("Blind")
+        self.blind.setToolTip("Columns are A, B, … in a shuffled order until you vote")
+        self.blind.toggled.connect(self._on_blind)
+        self.fair = QCheckBox("Same seed and temperature")
+        self.fair.setToolTip("Every agent answers with this seed and temperature (a fair run)")
+        self.fair.toggled.connect(self._update_controls)
+        self.seed = QSpinBox()
+        self.seed.setAccessibleName("Seed")
+        self.seed.setPrefix("seed ")
+        self.seed.setRange(0, 99_999_999)
+        self.seed.setMaximumWidth(self.seed.fontMetrics().horizontalAdvance("seed 000000") + 36)
+        self.seed.setValue(DEFAULT_SEED)
+        self.temperature_label = QLabel("temp.")
+        self.temperature = QLineEdit(f"{DEFAULT_TEMPERATURE:g}")
+        self.temperature.setAccessibleName("Temperature")
+        self.temperature.setToolTip("Temperature, 0 to 2")
+        validator = QDoubleValidator(0.0, 2.0, 2, self.temperature)
+        validator.setNotation(QDoubleValidator.Notation.StandardNotation)
+        self.temperature.setValidator(validator)
+        digits = self.temperature.fontMetrics().horizontalAdvance("0.000")
+        self.temperature.setMaximumWidth(digits + 24)
+        self.new_button = QPushButton("New comparison")
+        self.new_button.setToolTip("The same agents, new conversations")
+        self.new_button.clicked.connect(self.new_comparison)
+        self.session_pick = QComboBox()
+        self.session_pick.setAccessibleName("Saved comparisons")
+        self.session_pick.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
+        self.session_pick.setMinimumContentsLength(12)  # titles are long; the list shows all
+        self.session_pick.activated.connect(self._on_session_picked)
+        groups = (
+            (self.agents_button, self.set_pick, self.save_set_button),
+            (self.blind,),
+            (self.fair, self.seed, self.temperature_label, self.temperature),
+            (self.new_button,),
+            (self.session_pick,),
+        )
+        height = self.agents_button.sizeHint().height()
+        for widgets in groups:  # a group stays on one line when the bar wraps
+            group = QWidget()
+            group.setMinimumHeight(height)
+            row = hbox(group, (0, 0, 0, 0), 8)
+            for widget in widgets:
+                row.addWidget(widget, 0, Qt.AlignmentFlag.AlignVCenter)
+            flow.addWidget(group)
+        return bar
+
+    def _build_composer(self) -> QWidget:
+        area = QWidget()
+        column = vbox(area, (24, 8, 24, 12), 6)
+        frame = FocusFrame("Composer")
+        row = hbox(frame, (10, 8, 8, 8), 8)
+        self.composer = ComposerEdit()
+        self.composer.setAccessibleName("Message to every agent")
+        self.composer.setPlaceholderText("Message every agent…")
+        self.composer.submitted.connect(self._send_composer)
+        self.composer.textChanged.connect(self._update_controls)
+        frame.watch(self.composer)
+        row.addWidget(self.composer, 1)
+        self.send_button = QPushButton("Send")
+        self.send_button.setObjectName("SendButton")
+        self.send_button.setAccessibleName("Send to every agent")
+        self.send_button.setMinimumWidth(76)
+        self.send_button.clicked.connect(self._send_or_stop)
+        stop = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
+        stop.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        stop.activated.connect(self.stop_all)
+        row.addWidget(self.send_button, 0, Qt.AlignmentFlag.AlignBottom)
+        column.addWidget(frame)
+        self.hint = QLabel("Enter sends to every column · Shift+Enter for a new line")
+        self.hint.setObjectName("ComposerHint")
+        self.hint.setWordWrap(True)
+        column.addWidget(self.hint)
+        return area
+
+    def _ask_text(self, title: str, label: str, text: str) -> str | None:
+        value, ok = QInputDialog.getText(self, title, label, QLineEdit.EchoMode.Normal, text)
+        return value if ok else None
+
+    # state -----------------------------------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        return any(c.busy for c in self.columns)
+
+    @property
+    def agents(self) -> list[Agent]:
+        return list(self._agents)
+
+    def fair_values(self) -> tuple[int | None, float | None]:
+        if not self.fair.isChecked():
+            return None, None
+        try:
+            temperature = min(max(float(self.temperature.text()), 0.0), 2.0)
+        except ValueError:
+            temperature = DEFAULT_TEMPERATURE
+        return self.seed.value(), round(temperature, 2)
+
+    def refresh(self) -> None:
+        """Read the saved sets and comparisons again (the page was shown, or one was saved)."""
+        compare = self.services.compare
+        self.set_pick.clear()
+        self.set_pick.addItem("Agent sets…", None)
+        for agent_set in compare.sets():
+            self.set_pick.addItem(agent_set.name, agent_set.id)
+        self.session_pick.clear()
+        self.session_pick.addItem("Comparisons…", None)
+        for session in compare.sessions():
+            names = " · ".join(
+                c.label if session.blind and not session.revealed else c.agent_name
+                for c in session.columns
+            )
+            title = session.title or "Untitled"
+            self.session_pick.addItem(f"{title} ({names})", session.id)
+            self.session_pick.setItemData(
+                self.session_pick.count() - 1, session.updated_at, Qt.ItemDataRole.ToolTipRole
+            )
+
+    def _update_controls(self) -> None:
+        busy = self.busy
+        started = self.session_id is not None
+        self.blind.setEnabled(not started and not busy)
+        self.fair.setEnabled(not started and not busy)
+        for widget in (self.seed, self.temperature_label, self.temperature):
+            widget.setEnabled(self.fair.isChecked() and not started and not busy)
+        self.agents_button.setEnabled(not busy)
+        self.set_pick.setEnabled(not busy and self.set_pick.count() > 1)
+        self.session_pick.setEnabled(not busy and self.session_pick.count() > 1)
+        self.save_set_button.setEnabled(bool(self._agents) and all(a.id for a in self._agents))
+        self.new_button.setEnabled(not busy and started)
+        has_text = not self.composer.document().isEmpty()
+        sendable = any(c.agent is not None for c in self.columns)
+        self.send_button.setText("Stop all" if busy else "Send")
+        self.send_button.setAccessibleName("Stop all" if busy else "Send to every agent")
+        self.send_button.setToolTip("Stop every column's reply (Esc)" if busy else "Send (Enter)")
+        self.send_button.setProperty("streaming", busy)
+        self.send_button.style().unpolish(self.send_button)
+        self.send_button.style().polish(self.send_button)
+        self.send_button.setEnabled(busy or (has_text and sendable))
+        self.empty.setVisible(not self.columns)
+        self.scroller.setVisible(bool(self.columns))
+
+    # columns ---------------------------------------------------------------------------------
+    def set_agents(self, agents: list[Agent]) -> None:
+        """Compare these agents (a new comparison); blind shuffles the column order."""
+        if self.busy:
+            return
+        if not MIN_AGENTS <= len(agents) <= MAX_AGENTS:
+            raise ValueError(f"compare {MIN_AGENTS} to {MAX_AGENTS} agents, not {len(agents)}")
+        self._agents = list(agents)
+        self.new_comparison()
+
+    def new_comparison(self) -> None:
+        """The same agents in new conversations (blind: shuffled again)."""
+        if self.busy:
+            return
+        self.session_id = None
+        self.prompt = ""
+        self._revealed = False
+        blind = self.blind.isChecked()
+        order = self.shuffle(self._agents) if blind else list(self._agents)
+        self._build_columns([(a, a.id, a.name, None) for a in order], blind)
+
+    def _build_columns(
+        self, specs: list[tuple[Agent | None, int | None, str, int | None]], blind: bool
+    ) -> None:
+        for column in self.columns:
+            column.setParent(None)
+            column.deleteLater()
+        self.columns = []
+        self._pending.clear()
+        for position, (agent, agent_id, name, conversation_id) in enumerate(specs):
+            column = CompareColumn(
+                self.services,
+                agent,
+                name,
+                column_label(position),
+                position,
+                conversation_id=conversation_id,
+                blind=blind,
+            )
+            column.agent_id = agent_id
+            column.pane.presenter.busy_changed.connect(self._update_controls)
+            column.finished.connect(lambda c=column: self._column_finished(c))
+            column.continue_requested.connect(self.continue_requested)
+            self.splitter.addWidget(column)
+            self.columns.append(column)
+        self.splitter.setSizes([1000] * len(self.columns))
+        self.vote_bar.hide()
+        self._update_controls()
+
+    def pick_agents(self) -> None:
+        """ "Agents…": tick 2-6 agents; the order ticked is the column order."""
+        dialog = AgentPicker(self.services.agents.list(), self._agents, self)
+        if self.pick(dialog):
+            self.set_agents(dialog.chosen())
+        dialog.deleteLater()
+
+    def _on_set_picked(self, index: int) -> None:
+        set_id = self.set_pick.itemData(index)
+        self.set_pick.setCurrentIndex(0)
+        chosen = next((s for s in self.services.compare.sets() if s.id == set_id), None)
+        if chosen is None:
+            return
+        agents = [a for a in map(self.services.agents.get, chosen.agent_ids) if a is not None]
+        if MIN_AGENTS <= len(agents) <= MAX_AGENTS:
+            self.set_agents(agents)
+
+    def save_set(self) -> None:
+        name = self.ask_text("Save agent set", "Name of this set of agents:", "")
+        if not name or not name.strip():
+            return
+        self.services.compare.save_set(name.strip(), [a.id for a in self._agents if a.id])
+        self.refresh()
+        self._update_controls()
+
+    def _on_blind(self, _checked: bool) -> None:
+        if self.session_id is None and self._agents and not self.busy:
+            self.new_comparison()
+
+    # sending ---------------------------------------------------------------------------------
+    def _send_or_stop(self) -> None:
+        if self.busy:
+            self.stop_all()
+        else:
+            self._send_composer()
+
+    def _send_composer(self) -> None:
+        if self.send(self.composer.toPlainText()):
+            self.composer.clear()
+
+    def send(self, text: str) -> bool:
+        """The same text to every column (a follow-up: to each column's own conversation).
+        False when nothing was sent (busy, no columns, empty text)."""
+        if self.busy or not text.strip() or not any(c.agent for c in self.columns):
+            return False
+        compare = self.services.compare
+        if self.session_id is None:
+            seed, temperature = self.fair_values()
+            for column in self.columns:
+                if column.agent is not None:
+                    column.use_agent(fair_agent(column.agent, seed, temperature))
+            session = compare.create_session(
+                [(c.agent_id, c.agent_name) for c in self.columns],
+                [c.conversation_id for c in self.columns],
+                blind=any(c.blind for c in self.columns),
+                title=" ".join(text.split())[:TITLE_CHARS],
+                fair_seed=seed,
+                fair_temperature=temperature,
+            )
+            self.session_id = session.id
+        self.prompt = text
+        self.vote_bar.hide()
+        self._pending.clear()
+        for column in self.columns:
+            had = column.conversation_id
+            if column.send(text):
+                self._pending.add(column.position)
+            if column.conversation_id is not None and column.conversation_id != had:
+                compare.set_column_conversation(
+                    self.session_id, column.position, column.conversation_id
+                )
+        compare.touch(self.session_id)
+        self._update_controls()
+        if not self._pending:
+            return False
+        self.refresh()
+        return True
+
+    def stop_all(self) -> None:
+        for column in self.columns:
+            column.stop()
+
+    def _column_finished(self, column: CompareColumn) -> None:
+        self._pending.discard(column.position)
+        self._update_controls()
+        if not self._pending and not self.busy:
+            self._all_done()
+            self.all_finished.emit()
+
+    def _all_done(self) -> None:
+        """Every column answered: mark the winners, ask for a vote."""
+        for column, marks in winners(self.columns).items():
+            column.set_marks(marks)
+        answered = [c for c in self.columns if c.last_reply() is not None]
+        self.vote_bar.set_labels([c.shown_name for c in self.columns])
+        self.vote_bar.setVisible(len(answered) >= 2 and bool(self.prompt))
+
+    # votes -----------------------------------------------------------------------------------
+    def _on_vote(self, left: int, right: int, outcome: str) -> None:
+        one, two = self.columns[left], self.columns[right]
+        blind = one.blind or two.blind
+        compare = self.services.compare
+
+        def side(column: CompareColumn) -> tuple[int | None, str, int | None]:
+            reply = column.last_reply()
+            return column.agent_id, column.agent_name, reply.id if reply else None
+
+        compare.add_vote(self.session_id, self.prompt, side(one), side(two), outcome, blind)
+        if blind and self.session_id is not None:
+            compare.reveal(self.session_id)
+            for column in self.columns:
+                column.reveal()
+            self.vote_bar.rename([c.shown_name for c in self.columns])
+        if self.session_id is not None:
+            compare.touch(self.session_id)
+        self.refresh()
+
+    def votes(self) -> list[object]:
+        if self.session_id is None:
+            return []
+        return list(self.services.compare.votes(self.session_id))
+
+    # saved comparisons -----------------------------------------------------------------------
+    def _on_session_picked(self, index: int) -> None:
+        session_id = self.session_pick.itemData(index)
+        self.session_pick.setCurrentIndex(0)
+        if session_id is not None:
+            self.open_session(session_id)
+
+    def open_session(self, session_id: int) -> bool:
+        """Reopen a stored comparison: its columns, their conversations, votes and marks."""
+        if self.busy:
+            return False
+        session = self.services.compare.session(session_id)
+        if session is None:
+            return False
+        get = self.services.agents.get
+        specs = []
+        for col in sorted(session.columns, key=lambda c: c.position):
+            agent = get(col.agent_id) if col.agent_id is not None else None
+            if agent is not None:
+                agent = fair_agent(agent, session.fair_seed, session.fair_temperature)
+            specs.append((agent, col.agent_id, col.agent_name, col.conversation_id))
+        self._agents = [a for a, *_ in specs if a is not None]
+        self.blind.blockSignals(True)
+        self.blind.setChecked(session.blind)
+        self.blind.blockSignals(False)
+        self.fair.setChecked(session.fair_seed is not None)
+        if session.fair_seed is not None:
+            self.seed.setValue(session.fair_seed)
+        if session.fair_temperature is not None:
+            self.temperature.setText(f"{session.fair_temperature:g}")
+        self._build_columns(specs, session.blind and not session.revealed)
+        self.session_id = session.id
+        self._revealed = session.revealed
+        self.prompt = self._last_prompt()
+        self._update_controls()
+        if self.prompt and all(c.last_reply() is not None for c in self.columns):
+            self._all_done()
+            replies = {c.last_reply().id: c.position for c in self.columns if c.last_reply()}
+            for vote in self.services.compare.votes(session.id):
+                left = replies.get(vote.left_message_id)
+                right = replies.get(vote.right_message_id)
+                if left is not None and right is not None:
+                    self.vote_bar.mark_voted(left, right)
+        return True
+
+    def _last_prompt(self) -> str:
+        for column in self.columns:
+            path = column.pane.transcript.path
+            user = next((m for m in reversed(path) if m.role == "user"), None)
+            if user is not None:
+                return user.content
+        return ""
