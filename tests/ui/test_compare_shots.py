@@ -179,11 +179,17 @@ def test_a_three_agent_comparison_mid_stream_and_finished(
         def reply_text(column: Any) -> str:
             """The text of the column's last reply bubble, as painted so far."""
             bubbles = [b for b in column.pane.transcript.bubbles() if b.role == "assistant"]
-            return bubbles[-1].text if bubbles else ""
+            return bubbles[-1].text if bubbles else ""  # "…" while nothing came yet
 
         # Mid-stream: every column has words on screen and live figures, the remote ones are
         # still going.
-        qtbot.waitUntil(lambda: reply_text(columns[0]).strip() != "", timeout=TIMEOUT_MS)
+        qtbot.waitUntil(
+            lambda: (
+                reply_text(columns[0]).strip() not in ("", "…")
+                and "TTFT" in columns[0].figures.text()
+            ),
+            timeout=TIMEOUT_MS,
+        )
         GATE.set()
         qtbot.waitUntil(
             lambda: (
