@@ -25,6 +25,9 @@ from desktop.ui.conversation_pane import ConversationPane
 from desktop.ui.elided_label import ElidedLabel
 from desktop.ui.widgets import hbox, vbox
 
+# Narrower, a reply's bubble sticks out of its column (bubble.py's one-paragraph reply is at
+# least 260 px wide): more columns than fit scroll sideways (3 at 1280 px, 6 at 2560 px).
+MIN_COLUMN_WIDTH_PX = 400
 LIVE_INTERVAL_MS = 250  # the live figures update four times a second while streaming
 MARKS = {
     "ttft": "fastest first token",
@@ -89,6 +92,7 @@ class CompareColumn(QFrame):
         super().__init__(parent)
         self.setObjectName("CompareColumn")
         self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setMinimumWidth(MIN_COLUMN_WIDTH_PX)
         self.agent = agent  # the agent as sent with (fair seed/temperature applied)
         self.agent_id = agent.id if agent is not None else None
         self.agent_name = agent_name  # kept when the agent was deleted
@@ -154,9 +158,8 @@ class CompareColumn(QFrame):
         self.figures.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         column.addWidget(self.figures)
         bottom = hbox(None, (0, 0, 0, 0), 8)
-        self.badges = QLabel()
+        self.badges = ElidedLabel()  # one line; the whole text in its tooltip
         self.badges.setObjectName("CompareMarks")
-        self.badges.setWordWrap(True)
         self.badges.setAccessibleName(f"Marks of column {self.label}")
         self.badges.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         bottom.addWidget(self.badges, 1)

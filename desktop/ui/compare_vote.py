@@ -10,7 +10,7 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QFrame, QLabel, QPushButton, QWidget
 
-from desktop.ui.widgets import hbox
+from desktop.ui.widgets import FlowLayout
 
 OUTCOME_WORDS = {
     "left": "{left} is better",
@@ -31,7 +31,8 @@ class VoteBar(QFrame):
         self.setAccessibleName("Vote")
         self._labels: list[str] = []
         self._voted: set[tuple[int, int]] = set()
-        row = hbox(self, (12, 6, 12, 6), 8)
+        row = FlowLayout(self, 8)  # wraps in a narrow window instead of widening it
+        row.setContentsMargins(12, 6, 12, 6)
         self.question = QLabel("Which answer is better?")
         row.addWidget(self.question)
         self.left_pick = QComboBox()
@@ -55,7 +56,7 @@ class VoteBar(QFrame):
         self.note = QLabel()
         self.note.setObjectName("HeaderSubtitle")
         self.note.setAccessibleName("Votes so far")
-        row.addWidget(self.note, 1)
+        row.addWidget(self.note)
         self.set_labels([])
 
     def set_labels(self, labels: list[str]) -> None:
