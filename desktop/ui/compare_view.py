@@ -63,7 +63,7 @@ class CompareView(QWidget):
         self.prompt = ""  # the prompt the columns answered last (votes are stored with it)
         self._agents: list[Agent] = []  # as picked (column order unless blind)
         self._pending: set[int] = set()  # positions still answering the prompt
-        self._revealed = False
+        self._fair: tuple[int | None, float | None] = (None, None)  # as the session sends
         self.shuffle: Callable[[list[Agent]], list[Agent]] = lambda a: random.sample(a, len(a))
         self.ask_text: Callable[[str, str, str], str | None] = self._ask_text
         self.pick: Callable[[AgentPicker], bool] = lambda dialog: bool(dialog.exec())
@@ -270,7 +270,7 @@ class CompareView(QWidget):
             return
         self.session_id = None
         self.prompt = ""
-        self._revealed = False
+        self._fair = (None, None)
         blind = self.blind.isChecked()
         order = self.shuffle(self._agents) if blind else list(self._agents)
         self._build_columns([(a, a.id, a.name, None) for a in order], blind)
@@ -302,6 +302,14 @@ class CompareView(QWidget):
         self.splitter.setSizes([1000] * len(self.columns))
         self.vote_bar.hide()
         self._update_controls()
+
+    def refresh_agents(self, agents: dict[int, Agent]) -> None:
+        """Agents were edited elsewhere: each column answers with the current version (with
+        this comparison's seed and temperature); a deleted one's column keeps its history."""
+        for column in self.columns:
+            fresh = agents.get(column.agent_id) if column.agent_id is not None else None
+            if fresh is not None:
+                column.use_agent(fair_agent(fresh, *self._fair))
 
     def pick_agents(self) -> None:
         """ "Agents…": tick 2-6 agents; the order ticked is the column order."""
@@ -350,7 +358,7 @@ class CompareView(QWidget):
             return False
         compare = self.services.compare
         if self.session_id is None:
-            seed, temperature = self.fair_values()
+            seed, temperature = self._fair = self.fair_values()
             for column in self.columns:
                 if column.agent is not None:
                     column.use_agent(fair_agent(column.agent, seed, temperature))
@@ -457,7 +465,7 @@ class CompareView(QWidget):
             self.temperature.setText(f"{session.fair_temperature:g}")
         self._build_columns(specs, session.blind and not session.revealed)
         self.session_id = session.id
-        self._revealed = session.revealed
+        self._fair = (session.fair_seed, session.fair_temperature)
         self.prompt = self._last_prompt()
         self._update_controls()
         if self.prompt and all(c.last_reply() is not None for c in self.columns):

@@ -396,6 +396,12 @@ def test_same_seed_and_temperature_reach_every_request(
     assert not view.fair.isEnabled() and not view.seed.isEnabled()  # fixed once started
     assert services.agents.get(a.id).temperature == 1.3  # the agent itself is unchanged
 
+    edited = services.agents.update(services.agents.get(a.id).with_changes(model="warm-2"))
+    view.refresh_agents({agent.id: agent for agent in services.agents.list()})
+    column = view.columns[0]
+    assert (column.agent.model, column.agent.seed, column.agent.temperature) == ("warm-2", 7, 0.3)
+    assert column.pane.agent == column.agent and edited.temperature == 1.3
+
 
 def test_agents_are_picked_in_order_and_saved_as_a_set(
     qtbot: Any, make_view: Any, services: Any, two_remotes: Any
