@@ -57,6 +57,9 @@ class VoteBar(QFrame):
         self.note.setObjectName("HeaderSubtitle")
         self.note.setAccessibleName("Votes so far")
         row.addWidget(self.note)
+        height = self.buttons["tie"].sizeHint().height()  # a wrapping row: labels centred
+        for label in (self.question, self.versus, self.note):
+            label.setMinimumHeight(height)
         self.set_labels([])
 
     def set_labels(self, labels: list[str]) -> None:
