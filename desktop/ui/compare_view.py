@@ -144,9 +144,11 @@ class CompareView(QWidget):
         self.session_pick.setMinimumContentsLength(12)  # titles are long; the list shows all
         self.session_pick.activated.connect(self._on_session_picked)
         groups = (
-            (self.agents_button, self.set_pick, self.save_set_button),
+            (self.agents_button, self.set_pick),
+            (self.save_set_button,),
             (self.blind,),
-            (self.fair, self.seed, self.temperature_label, self.temperature),
+            (self.fair,),  # apart from its fields: the page fits beside a wide sidebar
+            (self.seed, self.temperature_label, self.temperature),
             (self.new_button,),
             (self.session_pick,),
         )

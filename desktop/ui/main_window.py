@@ -36,6 +36,7 @@ from desktop.chat.services import Services, idle_unload_seconds
 from desktop.store.agents import Agent
 from desktop.ui import transfer
 from desktop.ui.agent_sidebar import AgentSidebar
+from desktop.ui.compare_page import ComparePage
 from desktop.ui.conversation_browser import ConversationBrowser
 from desktop.ui.conversation_pane import ConversationPane
 from desktop.ui.dashboard import StatsPage
@@ -43,12 +44,13 @@ from desktop.ui.elided_label import ElidedLabel
 from desktop.ui.keyring_notice import add_keyring_notice
 from desktop.ui.menus import build_menus
 from desktop.ui.models_page import ModelsPage
+from desktop.ui.page_bar import PageBar
 from desktop.ui.pane_stack import PaneStack
 from desktop.ui.resources import app_icon
 from desktop.ui.settings_dialog import SettingsDialog, footer_mode
 from desktop.ui.shortcuts import ShortcutsSheet
 from desktop.ui.store_watch import watch_store
-from desktop.ui.widgets import hbox, vbox
+from desktop.ui.widgets import vbox
 from desktop.ui.window_fit import keep_minimum_sizes
 
 log = logging.getLogger("simi.ui")
@@ -126,6 +128,9 @@ class MainWindow(QMainWindow):
             ask_save_path=lambda *args: self.ask_save_path(*args),
         )
         self.add_page("stats", self.stats_page, "Stats")
+        self.compare_page = ComparePage(services, self.ask_save_path, self.ask_open_path)
+        self.add_page("compare", self.compare_page, "Compare")
+        self.compare_page.continue_requested.connect(self._continue_compared)
 
         emit_state = self.model_state_changed.emit
         self._state_listener = lambda state, detail: emit_state(state, detail)
@@ -163,7 +168,7 @@ class MainWindow(QMainWindow):
         button.setAutoExclusive(True)
         button.setCursor(Qt.CursorShape.PointingHandCursor)
         button.clicked.connect(self._page_slot(name))
-        self.page_bar_layout.insertWidget(self.page_bar_layout.count() - 1, button)
+        self.page_bar.add(button)
         self._page_buttons[name] = button
         self.page_bar.setVisible(len(self._pages) > 1)
         if len(self._pages) == 1:
@@ -212,10 +217,7 @@ class MainWindow(QMainWindow):
         self.sidebar_splitter.setStretchFactor(0, 0)
         self.sidebar_splitter.setStretchFactor(1, 1)
         layout.addWidget(self.sidebar_splitter, 1)
-        self.page_bar = QWidget()
-        self.page_bar.setObjectName("PageBar")
-        self.page_bar_layout = hbox(self.page_bar, (4, 4, 4, 0), 4)
-        self.page_bar_layout.addStretch(1)
+        self.page_bar = PageBar()  # one row of page buttons, or two in a narrow sidebar
         self.page_bar.hide()
         layout.addWidget(self.page_bar)
         return sidebar
@@ -254,8 +256,8 @@ class MainWindow(QMainWindow):
 
     @property
     def busy(self) -> bool:
-        """Some conversation has a reply streaming."""
-        return any(p.busy for p in self.panes)
+        """Some conversation has a reply streaming (or a comparison, or a prompt set runs)."""
+        return any(p.busy for p in self.panes) or self.compare_page.busy
 
     def _make_pane(self, agent: Agent | None, conversation_id: int | None) -> ConversationPane:
         return ConversationPane(
@@ -297,6 +299,10 @@ class MainWindow(QMainWindow):
         self.pane_stack.open(conversation_id, agent, focus_id)
         self._shown_pane_changed()
 
+    def _continue_compared(self, conversation_id: int) -> None:
+        self.open_conversation(conversation_id)
+        self.show_page("chat")
+
     def _last_agent_of(self, conversation_id: int) -> Agent | None:
         """The agent of the newest reply still around (the conversation's own was deleted)."""
         for message in reversed(self.services.conversations.messages(conversation_id)):
@@ -322,6 +328,7 @@ class MainWindow(QMainWindow):
         by_id = {a.id: a for a in agents if a.id is not None}
         for pane in self.panes:
             pane.presenter.refresh_agent(by_id)
+        self.compare_page.refresh_agents(by_id)
         new = self.pane_stack.new_pane
         if new is not None and new.agent is None and agents:
             new.set_agent(agents[0])
@@ -407,7 +414,7 @@ class MainWindow(QMainWindow):
         dialog = SettingsDialog(self.services.prefs, self, prices=self.services.chat.prices)
         if dialog.exec():
             self._footer_mode = footer_mode(self.services.prefs)
-            for pane in self.panes:
+            for pane in [*self.panes, *self.compare_page.panes]:
                 pane.transcript.set_footer_mode(self._footer_mode)
             self.services.local.set_idle_unload(idle_unload_seconds(self.services.prefs))
         dialog.deleteLater()
@@ -470,6 +477,7 @@ class MainWindow(QMainWindow):
     async def wait_idle(self) -> None:
         """Until every streaming reply has finished and been stored."""
         await asyncio.gather(*(pane.presenter.wait() for pane in self.panes))
+        await self.compare_page.wait_idle()
 
     def closeEvent(self, event: QCloseEvent) -> None:
         """Save the layout, stop every streaming reply (partial text is kept), close."""
@@ -480,5 +488,6 @@ class MainWindow(QMainWindow):
             self.services.local.remove_listener(self._state_listener)
             for pane in self.panes:
                 pane.presenter.stop()
+            self.compare_page.stop()
             self.closed.emit()
         event.accept()

@@ -6,11 +6,9 @@ presses Start. The run is stored (``services.compare.create_run``) and driven by
 ``PromptRunner``; its progress shows as a bar and a line ("12 of 30 · 1 error · Prompt 3 of
 10 · Claude · run 2 of 3"), the per-agent table (``runs_table.RunsTable``, from
 ``summarise``) fills in as calls are stored. Pause lets the running calls finish and stops;
-Resume (also for a run cut off by a crash, reopened from the drop-down of saved runs) does
-only the calls not stored yet; Cancel stops the running calls and ends the run. Export CSV… /
-JSON… write the run's calls (and JSON its summary) on a worker thread, proposing the folder
-used last, else Documents. Store reads run off the GUI thread; the table's newest read wins.
-
+Resume (also a run cut off by a crash, reopened from the saved runs) does only the calls not
+stored yet; Cancel stops the running calls and ends the run. Export CSV… / JSON… write on a
+worker thread (folder used last, else Documents). Store reads run off the GUI thread.
 Signals: finished(str): a run ended with that status; status(str): a line for the window.
 """
 
@@ -58,7 +56,7 @@ from desktop.ui.runs_table import (
     run_title,
     write_export,
 )
-from desktop.ui.widgets import hbox, vbox
+from desktop.ui.widgets import FlowLayout, hbox, vbox
 
 log = logging.getLogger("simi.ui.runs")
 
@@ -162,7 +160,6 @@ class RunsView(QWidget):
         return row
 
     def _build_controls(self) -> Any:
-        row = hbox(spacing=6)
         self.load_button = QPushButton("Load file…")
         self.load_button.setToolTip("Read prompts from a .txt (one per line) or .jsonl file")
         self.load_button.clicked.connect(lambda: self.load_file())
@@ -183,11 +180,14 @@ class RunsView(QWidget):
         self.progress.setTextVisible(False)
         self.progress.setRange(0, 1)
         self.progress.setValue(0)
+        flow = FlowLayout(buttons := QWidget(), spacing=6)  # wraps in a narrow window
         for w in (self.load_button, self.start_button, self.pause_button, self.resume_button):
-            row.addWidget(w)
-        row.addWidget(self.cancel_button)
-        row.addWidget(self.progress, 1)
-        return row
+            flow.addWidget(w)
+        flow.addWidget(self.cancel_button)
+        column = vbox(spacing=6)
+        column.addWidget(buttons)
+        column.addWidget(self.progress)
+        return column
 
     def _build_exports(self) -> Any:
         row = hbox(spacing=6)

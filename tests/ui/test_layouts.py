@@ -116,7 +116,7 @@ def full_window(services: Any, make_window: Any) -> Iterator[Any]:
     yield window
 
 
-@pytest.mark.parametrize("page", ["chat", "models", "stats"])
+@pytest.mark.parametrize("page", ["chat", "models", "stats", "compare"])
 def test_main_window_pages_hold_at_every_size(full_window: Any, qtbot: Any, page: str) -> None:
     window = full_window
     _show_page(window, qtbot, page)
@@ -323,7 +323,7 @@ def test_the_text_sizes_settings_offers_hold_at_the_smallest_window(
     window = full_window
     theme.install(qapp, text_scale=scale)
     try:
-        for page in ("chat", "models", "stats"):
+        for page in ("chat", "models", "stats", "compare"):
             _show_page(window, qtbot, page)
             for width, height in (SIZES[0], SIZES[1]):
                 window.resize(width, height)

@@ -1,0 +1,72 @@
+"""The sidebar's page buttons (Chat, Models, Stats, Compare): one row when they fit, two rows
+when the sidebar is narrow.
+
+A height-for-width layout (``FlowLayout``) in the sidebar upsets the main splitter's sizes, so
+this one re-arranges a grid on resize instead, and reports the two-row width as its minimum:
+the sidebar can still be dragged to its narrowest.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSize
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import QGridLayout, QLayout, QToolButton, QWidget
+
+SPACING = 4
+MARGINS = (4, 4, 4, 0)
+
+
+class PageBar(QWidget):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("PageBar")
+        self._grid = QGridLayout(self)
+        self._grid.setSizeConstraint(QLayout.SizeConstraint.SetNoConstraint)
+        self._grid.setContentsMargins(*MARGINS)
+        self._grid.setSpacing(SPACING)
+        self.buttons: list[QToolButton] = []
+        self._columns = 0
+
+    def add(self, button: QToolButton) -> None:
+        self.buttons.append(button)
+        self._arrange(force=True)
+
+    @property
+    def rows(self) -> int:
+        return -(-len(self.buttons) // max(1, self._columns))
+
+    def _width_for(self, columns: int) -> int:
+        """The narrowest the bar can be with ``columns`` buttons a row."""
+        widths = [0] * columns
+        for index, button in enumerate(self.buttons):
+            column = index % columns
+            widths[column] = max(widths[column], button.sizeHint().width())
+        return sum(widths) + SPACING * (columns - 1) + MARGINS[0] + MARGINS[2]
+
+    def _arrange(self, force: bool = False) -> None:
+        count = len(self.buttons)
+        if not count:
+            return
+        columns = count if self.width() >= self._width_for(count) else max(1, -(-count // 2))
+        if columns == self._columns and not force:
+            return
+        self._columns = columns
+        for button in self.buttons:
+            self._grid.removeWidget(button)
+        for index, button in enumerate(self.buttons):
+            self._grid.addWidget(button, index // columns, index % columns)
+        height = max((b.sizeHint().height() for b in self.buttons), default=0)
+        self.setFixedHeight(self.rows * height + (self.rows - 1) * SPACING + MARGINS[1])
+        self.updateGeometry()
+
+    def minimumSizeHint(self) -> QSize:
+        count = len(self.buttons)
+        columns = max(1, -(-count // 2))
+        return QSize(self._width_for(columns) if count else 0, self.height())
+
+    def sizeHint(self) -> QSize:
+        return QSize(self._width_for(len(self.buttons)) if self.buttons else 0, self.height())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._arrange()
