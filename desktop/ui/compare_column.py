@@ -303,7 +303,13 @@ class CompareColumn(QFrame):
     def set_marks(self, marks: list[str]) -> None:
         """The figures this column won once every column finished (keys of ``MARKS``)."""
         self.marks = marks
-        self.badges.setText(" · ".join(f"★ {MARKS[m]}" for m in marks))
+        whole = " · ".join(f"★ {MARKS[m]}" for m in marks)
+        short = {"ttft": "first token", "decode": "decode", "cost": "cost"}
+        # several marks share the line with Continue: short words, the whole in the tooltip
+        self.badges.setText(
+            whole if len(marks) < 2 else "★ best " + ", ".join(short[m] for m in marks)
+        )
+        self.badges.setToolTip(whole)
 
 
 def winners(columns: list[CompareColumn]) -> dict[CompareColumn, list[str]]:

@@ -46,8 +46,11 @@ class ComparePage(QTabWidget):
         self.compare.continue_requested.connect(self.continue_requested)
 
     def refresh(self) -> None:
-        """The page was shown: saved sets, comparisons and runs are read again."""
+        """The page was shown: saved sets, comparisons and runs are read again; the composer
+        has the keyboard."""
         self.compare.refresh()
+        if self.currentWidget() is self.compare:
+            self.compare.composer.setFocus()
 
     @property
     def panes(self) -> list[ConversationPane]:

@@ -179,6 +179,7 @@ class RunsTable(QTableWidget):
                     item.setTextAlignment(right)
                 self.setItem(r, c, item)
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)  # the table fills its width
         self.setUpdatesEnabled(True)
 
     def cells(self, row: int) -> list[str]:

@@ -68,3 +68,12 @@ def test_closing_the_window_stores_what_every_column_streamed(
             stored = services.conversations.messages(column.pane.conversation_id)
             reply = stored[-1]
             assert reply.status == "cancelled" and reply.content  # partial text kept
+
+
+def test_showing_the_compare_page_puts_the_keyboard_in_its_composer(
+    qtbot: Any, services: Any, make_window: Any
+) -> None:
+    window = make_window(services)
+    window.activateWindow()
+    window.show_page("compare")
+    qtbot.waitUntil(lambda: window.compare_page.compare.composer.hasFocus(), timeout=5_000)

@@ -327,8 +327,8 @@ def test_the_fastest_first_token_fastest_decode_and_cheapest_are_marked(
     left, right = view.columns
     assert set(left.marks) == {"ttft", "decode"}, left.figures.text()
     assert right.marks == ["cost"], right.figures.text()
-    assert left.badges.isVisible() and "fastest first token" in left.badges.text()
-    assert "fastest decode" in left.badges.text()
+    assert left.badges.isVisible() and left.badges.text() == "★ best first token, decode"
+    assert left.badges.toolTip() == "★ fastest first token · ★ fastest decode"
     assert right.badges.text() == "★ cheapest"
     assert "$" in right.figures.text()
 
