@@ -8,26 +8,19 @@ length; an open code fence streams as monospace text in a code box). A stored re
 split of the same text, so a finished bubble and one rendered from the store are the same
 pixels. ``finish()`` turns the tail into its block.
 
-Painting bisects the item tops and draws only what the paint rect touches. A width change lays
-out exactly the items a person can see (those in the scroll area's viewport, and the last
-screenful, where a view that follows the reply will be) and estimates the others' heights; an
-idle timer lays out the rest a slice at a time, keeping what is on screen in place.
-
-Selection runs across blocks (drag, double-click a word, Ctrl+A); Ctrl+C and "Copy" give plain
-text, "Copy as Markdown" the source (a whole block's own source, Qt's Markdown of a part).
+Painting bisects the item tops and draws only what the paint rect touches. A width change:
+``md_layout.py`` (what is on screen first, the rest when idle). Selection, copy and the text
+as one string for screen readers: ``md_select.py``.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from bisect import bisect_right
 from collections.abc import Callable
 
 from PySide6.QtCore import (
-    QCoreApplication,
     QEvent,
-    QPoint,
     QRect,
     QRectF,
     QSize,
@@ -40,17 +33,15 @@ from PySide6.QtGui import (
     QPaintEvent,
     QResizeEvent,
 )
-from PySide6.QtWidgets import QAbstractScrollArea, QSizePolicy, QToolButton, QWidget
+from PySide6.QtWidgets import QSizePolicy, QToolButton, QWidget
 
 from desktop.chat.md_blocks import Block, BlockSplitter
 from desktop.ui import text_access
+from desktop.ui.md_layout import LazyLayout
 from desktop.ui.md_render import CODE_PAD_X, CODE_PAD_Y, GAP, BlockItem, Style, paint_code_frame
 from desktop.ui.md_select import BlockSelection, Pos
 from desktop.ui.stream_text import StreamText, text_height
 from desktop.ui.theme import current_colors
-
-EXACT_CHARS = 30_000  # texts up to this long are laid out whole on a width change
-SLICE_S = 0.006  # idle layout works in slices this long
 
 
 class _Tail(StreamText):
@@ -60,7 +51,7 @@ class _Tail(StreamText):
     accessible_text = False
 
 
-class MarkdownView(BlockSelection, QWidget):
+class MarkdownView(BlockSelection, LazyLayout, QWidget):
     """Read-only Markdown that grows at the end; as tall as its content."""
 
     accessible_text = True  # desktop.ui.text_access exposes it to screen readers
@@ -206,7 +197,7 @@ class MarkdownView(BlockSelection, QWidget):
         return top + text_height(tail.source, style.font, self._width) - 2
 
     def _announce_growth(self, bottom: float) -> None:
-        wanted = max(self.height(), max(math.ceil(bottom), math.ceil(self.style_.line)) + 2)
+        wanted = max(self.height(), self._height_for(bottom))
         if wanted > self.height() and self.before_grow is not None:
             self.before_grow(wanted - self.height())
 
@@ -262,15 +253,8 @@ class MarkdownView(BlockSelection, QWidget):
             self._tail.hide()
             return
         display = tail.code if tail.kind == "code" else tail.source
-        shown = self._tail_block
-        same = (
-            not force
-            and shown is not None
-            and shown.start == tail.start
-            and shown.kind == tail.kind
-            and len(display) >= self._tail_shown
-        )
-        was_code = shown is not None and shown.kind == "code"
+        same = not force and self._continues_tail()
+        was_code = self._tail_block is not None and self._tail_block.kind == "code"
         self._tail_block = tail
         style = self.style_
         font = style.mono if tail.kind == "code" else style.font
@@ -323,8 +307,12 @@ class MarkdownView(BlockSelection, QWidget):
         last = self._items[-1]
         return last.top + last.height
 
+    def _height_for(self, bottom: float) -> int:
+        """The view's height for content ending at ``bottom`` (at least a line; 2 px under)."""
+        return max(math.ceil(bottom), math.ceil(self.style_.line)) + 2
+
     def _wanted_height(self, grow_only: bool = False) -> int:
-        height = max(math.ceil(self._bottom()), math.ceil(self.style_.line)) + 2
+        height = self._height_for(self._bottom())
         return max(height, self.height()) if grow_only else height
 
     def _fit(self, grow_only: bool = False) -> bool:
@@ -373,95 +361,6 @@ class MarkdownView(BlockSelection, QWidget):
         if self._copied is not None:
             self._copied.setText("Copy")
             self._copied = None
-
-    # layout -----------------------------------------------------------------------------------
-    def _relayout(self) -> None:
-        """Lay out again at the current width: everything for a short text; else what can be
-        seen now, the rest estimated and laid out when the loop is idle."""
-        if self._width <= 0:
-            return
-        style = self.style_
-        exact_all = len(self.source) <= EXACT_CHARS
-        wanted = self._wanted_rect() if not exact_all else None
-        top = 0.0
-        self._tops = []
-        for index, item in enumerate(self._items):
-            item.top = top
-            if item.exact and item.width == self._width:
-                pass
-            elif wanted is None or _touches(top, item.height or style.line, wanted):
-                item.layout(self._width, style)
-            else:
-                item.estimate(self._width, style)
-            self._tops.append(top)
-            self._place_copy_button(item)
-            top += item.height + GAP
-            if wanted is not None and index + 1 < len(self._items):
-                wanted = wanted  # positions after an exact layout are already final
-        self._place_tail()
-        self._fit()
-        if any(not item.exact for item in self._items):
-            self._lazy.start()
-
-    def _wanted_rect(self) -> tuple[float, float]:
-        """The y range (view coordinates) worth laying out first: the part of the view inside
-        its scroll area's viewport, widened to include the last screenful."""
-        area = self._scroll_area()
-        height = float(area.viewport().height()) if area is not None else 800.0
-        low, high = max(0.0, self.height() - height * 1.5), float(self.height())
-        if area is not None:
-            seen = self.mapFrom(area.viewport(), QPoint(0, 0)).y()
-            low, high = min(low, max(0.0, seen - height / 2)), max(high, seen + height * 1.5)
-            low = max(0.0, min(low, seen))
-        return low, high
-
-    def _scroll_area(self) -> QAbstractScrollArea | None:
-        parent = self.parentWidget()
-        while parent is not None and not isinstance(parent, QAbstractScrollArea):
-            parent = parent.parentWidget()
-        return parent
-
-    def _layout_slice(self) -> None:
-        """Lay out estimated items for a few ms; keep what is on screen where it was."""
-        deadline = time.perf_counter() + SLICE_S
-        style = self.style_
-        area = self._scroll_area()
-        anchor = -self.mapFrom(area.viewport(), QPoint(0, 0)).y() if area is not None else None
-        seen_top = -anchor if anchor is not None else 0
-        shift = 0.0
-        pending = False
-        for item in self._items:
-            if item.exact:
-                continue
-            if time.perf_counter() > deadline:
-                pending = True
-                break
-            before = item.height
-            item.layout(self._width, style)
-            if item.top + before <= seen_top:
-                shift += item.height - before
-        top = 0.0
-        for index, item in enumerate(self._items):
-            item.top = top
-            self._tops[index] = top
-            self._place_copy_button(item)
-            top += item.height + GAP
-        self._place_tail()
-        bar = area.verticalScrollBar() if area is not None else None
-        following = bar is not None and bar.value() >= bar.maximum() - 4
-        grew = self._fit()
-        if area is not None and bar is not None and shift and not following:
-            _relayout_up_to(self, area)
-            bar.setValue(bar.value() + round(shift))
-        if grew or shift:
-            self.update()
-        if not pending:
-            self._lazy.stop()
-
-    @property
-    def laying_out(self) -> bool:
-        """True while estimated heights are still being replaced by exact ones."""
-        return self._lazy.isActive()
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
@@ -516,24 +415,3 @@ class MarkdownView(BlockSelection, QWidget):
         self._lazy.stop()
         self.hide()
         self.deleteLater()
-
-
-def _relayout_up_to(widget: QWidget, area: QAbstractScrollArea) -> None:
-    """Lay out every parent between ``widget`` and the scroll area now, bottom-up, and the
-    area's range, so a scroll-bar value set next is not clamped to the old range."""
-    parent = widget.parentWidget()
-    content = area.viewport()
-    while parent is not None and parent is not content and parent is not area:
-        layout = parent.layout()
-        if layout is not None:
-            layout.activate()
-        parent = parent.parentWidget()
-    settle = getattr(area, "relayout_now", None)
-    if callable(settle):
-        settle()
-    else:
-        QCoreApplication.sendEvent(area, QEvent(QEvent.Type.LayoutRequest))
-
-
-def _touches(top: float, height: float, wanted: tuple[float, float]) -> bool:
-    return top + height >= wanted[0] and top <= wanted[1]
