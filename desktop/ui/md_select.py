@@ -131,23 +131,26 @@ class BlockSelection:
         blocks are separated by a blank line."""
         return "\n\n".join(self._parts())
 
-    def _starts(self) -> list[int]:
-        starts, at = [], 0
+    def _layout_text(self) -> tuple[list[int], list[int]]:
+        """Where each part starts in toPlainText(), and its length (one pass over the parts)."""
+        starts, lengths, at = [], [], 0
         for part in self._parts():
             starts.append(at)
+            lengths.append(len(part))
             at += len(part) + 2
-        return starts
+        return starts, lengths
 
     def _to_offset(self, pos: Pos) -> int:
-        starts = self._starts()
-        return starts[pos[0]] + pos[1] if pos[0] < len(starts) else sum(map(len, self._parts()))
+        starts, lengths = self._layout_text()
+        if pos[0] < len(starts):
+            return starts[pos[0]] + pos[1]
+        return starts[-1] + lengths[-1] if starts else 0  # past the last part: the end
 
     def _to_pos(self, offset: int) -> Pos:
-        starts = self._starts()
+        starts, lengths = self._layout_text()
         if not starts:
             return (0, 0)
         index = max(0, bisect_right(starts, offset) - 1)
-        lengths = [len(p) for p in self._parts()]
         return (index, max(0, min(offset - starts[index], lengths[index])))
 
     def selection_range(self) -> tuple[int, int] | None:

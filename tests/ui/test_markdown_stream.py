@@ -21,8 +21,9 @@ from PySide6.QtWidgets import QApplication, QWidget
 
 from desktop.store.conversations import Message
 from desktop.ui import theme
+from desktop.ui.md_layout import EXACT_CHARS
 from desktop.ui.md_render import BlockItem
-from desktop.ui.md_view import EXACT_CHARS, MarkdownView
+from desktop.ui.md_view import MarkdownView
 from desktop.ui.transcript import Transcript
 
 SHOTS = os.environ.get("SIMI_SCREENSHOT_DIR")
@@ -411,3 +412,12 @@ def test_a_long_stored_reply_is_shown_whole_and_laid_out_when_idle(
     _settle(qapp)
     bar = view.verticalScrollBar()
     assert bar.value() == bar.maximum() > 10_000
+
+
+def test_select_all_of_a_finished_reply_spans_its_whole_text(
+    qapp: QApplication, view: Transcript
+) -> None:
+    md = _stream(qapp, view, REPLY)
+    _finish(qapp, view, REPLY)
+    md.select_all()
+    assert md.selection_range() == (0, len(md.toPlainText()))  # what a screen reader is told
