@@ -50,6 +50,17 @@ class OneShot:
         return self.stats.get("finish_reason") if self.stats else None
 
 
+def sampling_of(agent: Agent) -> Sampling:
+    """The agent's sampling parameters, as every request from it carries them."""
+    return Sampling(
+        temperature=agent.temperature,
+        top_p=agent.top_p,
+        max_tokens=agent.max_tokens,
+        seed=agent.seed,
+        stop=agent.stop,
+    )
+
+
 def request_once(agent: Agent, prompt: str, prompt_run_id: int | None = None) -> ChatRequest:
     messages: list[ChatMessage] = []
     if agent.system_prompt.strip():
@@ -58,13 +69,7 @@ def request_once(agent: Agent, prompt: str, prompt_run_id: int | None = None) ->
     return ChatRequest(
         model=agent.model,
         messages=tuple(messages),
-        sampling=Sampling(
-            temperature=agent.temperature,
-            top_p=agent.top_p,
-            max_tokens=agent.max_tokens,
-            seed=agent.seed,
-            stop=agent.stop,
-        ),
+        sampling=sampling_of(agent),
         session_key=f"prompt-run:{prompt_run_id}" if prompt_run_id is not None else None,
     )
 

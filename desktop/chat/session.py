@@ -25,7 +25,7 @@ from desktop.chat.providers import ProviderFactory
 from desktop.chat.stats_clock import StatsClock
 from desktop.errors import UserError
 from desktop.llm.events import Finished, ReasoningDelta, RunInfo, StreamEvent, TextDelta
-from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
+from desktop.llm.provider import ChatMessage, ChatRequest
 from desktop.local.context import (
     DEFAULT_REPLY_RESERVE,
     FitPlan,
@@ -256,13 +256,7 @@ class ChatService:
         return ChatRequest(
             model=agent.model,
             messages=tuple(history),
-            sampling=Sampling(
-                temperature=agent.temperature,
-                top_p=agent.top_p,
-                max_tokens=agent.max_tokens,
-                seed=agent.seed,
-                stop=agent.stop,
-            ),
+            sampling=one_shot.sampling_of(agent),
             session_key=f"conversation:{turn.conversation_id}",
         )
 

@@ -12,16 +12,15 @@ A prompt-set call's stats row is an ordinary ``inference_stats`` row tagged with
 
 from __future__ import annotations
 
-import itertools
 import json
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
 import sqlite_utils
 
-from desktop.store.db import utc_now
+from desktop.store.db import savepoint, utc_now
 
 OUTCOMES = ("left", "right", "tie", "both_bad")
 RUN_STATUSES = ("running", "paused", "cancelled", "complete", "interrupted")
@@ -141,20 +140,9 @@ class CompareStore:
 
     def __init__(self, db: sqlite_utils.Database) -> None:
         self._db = db
-        self._savepoints = itertools.count()
 
-    @contextmanager
-    def _tx(self) -> Iterator[None]:
-        """All or nothing (a SAVEPOINT: the connection runs in autocommit mode, and nests)."""
-        name = f"cmp{next(self._savepoints)}"
-        self._db.execute(f"SAVEPOINT {name}")
-        try:
-            yield
-        except BaseException:
-            self._db.execute(f"ROLLBACK TO {name}")
-            self._db.execute(f"RELEASE {name}")
-            raise
-        self._db.execute(f"RELEASE {name}")
+    def _tx(self) -> AbstractContextManager[None]:
+        return savepoint(self._db)
 
     # sessions ---------------------------------------------------------------------------------
     def create_session(

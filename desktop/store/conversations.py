@@ -9,15 +9,13 @@ walk over primary keys however many branches exist (see migrations.m003_branches
 from __future__ import annotations
 
 import builtins
-import itertools
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import sqlite_utils
 
-from desktop.store.db import utc_now
+from desktop.store.db import savepoint, utc_now
 
 MessageStatus = Literal["streaming", "complete", "cancelled", "interrupted", "error"]
 MESSAGE_STATUSES: tuple[str, ...] = ("streaming", "complete", "cancelled", "interrupted", "error")
@@ -102,20 +100,9 @@ def _check_status(status: str) -> None:
 class ConversationStore:
     def __init__(self, db: sqlite_utils.Database) -> None:
         self._db = db
-        self._savepoints = itertools.count()
 
-    @contextmanager
-    def _tx(self) -> Iterator[None]:
-        """All or nothing (a SAVEPOINT: the connection runs in autocommit mode, and nests)."""
-        name = f"sp{next(self._savepoints)}"
-        self._db.execute(f"SAVEPOINT {name}")
-        try:
-            yield
-        except BaseException:
-            self._db.execute(f"ROLLBACK TO {name}")
-            self._db.execute(f"RELEASE {name}")
-            raise
-        self._db.execute(f"RELEASE {name}")
+    def _tx(self) -> AbstractContextManager[None]:
+        return savepoint(self._db)
 
     # conversations ---------------------------------------------------------------------------
     def create(self, agent_id: int | None, title: str = "") -> Conversation:

@@ -7,9 +7,12 @@ so a failing one leaves the database as the step before left it.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -25,6 +28,23 @@ MIGRATIONS_TABLE = "_migrations"
 
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+_savepoints = itertools.count()
+
+
+@contextmanager
+def savepoint(db: sqlite_utils.Database) -> Iterator[None]:
+    """All or nothing (a SAVEPOINT: the connection runs in autocommit mode, and nests)."""
+    name = f"sp{next(_savepoints)}"
+    db.execute(f"SAVEPOINT {name}")
+    try:
+        yield
+    except BaseException:
+        db.execute(f"ROLLBACK TO {name}")
+        db.execute(f"RELEASE {name}")
+        raise
+    db.execute(f"RELEASE {name}")
 
 
 def _corrupt(path: Path, exc: BaseException) -> StoreUnavailable:
