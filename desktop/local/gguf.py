@@ -311,60 +311,65 @@ def read_header(path: str | os.PathLike[str]) -> GGUFHeader:
     """
     p = Path(path)
     with p.open("rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
-        if size == 0:
-            raise GGUFError("the file is empty (0 bytes)")
-        r = _Reader(fh, size)
-        if size < 4:
-            raise GGUFError(f"the file is empty or truncated (only {size} bytes)")
-        magic = r._fill(4)
-        if magic != MAGIC:
-            if magic[::-1] == MAGIC:
-                raise GGUFError("it is a big-endian GGUF file, which this app does not read")
-            fh.seek(0)
-            hint = " (it looks like a text file)" if _looks_like_text(fh.read(512)) else ""
-            raise GGUFError(f"it is not a GGUF file: it does not start with 'GGUF'{hint}")
-        version = r.u32()
-        if version not in SUPPORTED_VERSIONS:
+        return read_header_from(fh, os.fstat(fh.fileno()).st_size)
+
+
+def read_header_from(fh: BinaryIO, size: int) -> GGUFHeader:
+    """``read_header`` over any seekable binary file-like whose whole length is ``size``
+    (the hub's first bytes of a file read by Range requests, with the real size)."""
+    if size == 0:
+        raise GGUFError("the file is empty (0 bytes)")
+    r = _Reader(fh, size)
+    if size < 4:
+        raise GGUFError(f"the file is empty or truncated (only {size} bytes)")
+    magic = r._fill(4)
+    if magic != MAGIC:
+        if magic[::-1] == MAGIC:
+            raise GGUFError("it is a big-endian GGUF file, which this app does not read")
+        fh.seek(0)
+        hint = " (it looks like a text file)" if _looks_like_text(fh.read(512)) else ""
+        raise GGUFError(f"it is not a GGUF file: it does not start with 'GGUF'{hint}")
+    version = r.u32()
+    if version not in SUPPORTED_VERSIONS:
+        raise GGUFError(
+            f"GGUF version {version} is not supported (this app reads versions 2 and 3)"
+        )
+    n_tensors = r.u64()
+    n_kv = r.u64()
+    if n_tensors > MAX_TENSORS:
+        raise GGUFError(f"the header claims {n_tensors:,} tensors, which is not plausible")
+    if n_kv > MAX_KV:
+        raise GGUFError(f"the header claims {n_kv:,} metadata keys, which is not plausible")
+    metadata: dict[str, Any] = {}
+    for _ in range(n_kv):
+        key = r.string("a metadata key")
+        vtype = r.u32()
+        metadata[key] = _value(r, vtype, key)
+    tensors: list[TensorInfo] = []
+    for _ in range(n_tensors):
+        name = r.string("a tensor name")
+        n_dims = r.u32()
+        if n_dims == 0 or n_dims > MAX_DIMS:
+            raise GGUFError(f"tensor {name!r} claims {n_dims} dimensions")
+        shape = tuple(r.u64() for _ in range(n_dims))
+        if any(d == 0 or d > 1 << 40 for d in shape):
+            raise GGUFError(f"tensor {name!r} has an implausible shape {list(shape)}")
+        ggml_type = r.u32()
+        if ggml_type not in GGML_TYPES:
+            raise GGUFError(f"tensor {name!r} has unknown data type {ggml_type}")
+        offset = r.u64()
+        info = TensorInfo(name, shape, ggml_type, offset)
+        block = GGML_TYPES[ggml_type][1]
+        if shape[0] % block:
             raise GGUFError(
-                f"GGUF version {version} is not supported (this app reads versions 2 and 3)"
+                f"tensor {name!r} has {shape[0]} columns, not a multiple of the "
+                f"{info.type_name} block size {block}"
             )
-        n_tensors = r.u64()
-        n_kv = r.u64()
-        if n_tensors > MAX_TENSORS:
-            raise GGUFError(f"the header claims {n_tensors:,} tensors, which is not plausible")
-        if n_kv > MAX_KV:
-            raise GGUFError(f"the header claims {n_kv:,} metadata keys, which is not plausible")
-        metadata: dict[str, Any] = {}
-        for _ in range(n_kv):
-            key = r.string("a metadata key")
-            vtype = r.u32()
-            metadata[key] = _value(r, vtype, key)
-        tensors: list[TensorInfo] = []
-        for _ in range(n_tensors):
-            name = r.string("a tensor name")
-            n_dims = r.u32()
-            if n_dims == 0 or n_dims > MAX_DIMS:
-                raise GGUFError(f"tensor {name!r} claims {n_dims} dimensions")
-            shape = tuple(r.u64() for _ in range(n_dims))
-            if any(d == 0 or d > 1 << 40 for d in shape):
-                raise GGUFError(f"tensor {name!r} has an implausible shape {list(shape)}")
-            ggml_type = r.u32()
-            if ggml_type not in GGML_TYPES:
-                raise GGUFError(f"tensor {name!r} has unknown data type {ggml_type}")
-            offset = r.u64()
-            info = TensorInfo(name, shape, ggml_type, offset)
-            block = GGML_TYPES[ggml_type][1]
-            if shape[0] % block:
-                raise GGUFError(
-                    f"tensor {name!r} has {shape[0]} columns, not a multiple of the "
-                    f"{info.type_name} block size {block}"
-                )
-            tensors.append(info)
-        alignment = metadata.get("general.alignment", DEFAULT_ALIGNMENT)
-        if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
-            raise GGUFError(f"general.alignment is {alignment!r}, not a power of two")
-        data_offset = -(-r.pos // alignment) * alignment
+        tensors.append(info)
+    alignment = metadata.get("general.alignment", DEFAULT_ALIGNMENT)
+    if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
+        raise GGUFError(f"general.alignment is {alignment!r}, not a power of two")
+    data_offset = -(-r.pos // alignment) * alignment
     header = GGUFHeader(version, metadata, tuple(tensors), data_offset, size, alignment)
     _check_tensor_data(header)
     return header
