@@ -13,27 +13,51 @@ the file renamed into place and recorded in the manifest. ``ENOSPC`` while writi
 
 from __future__ import annotations
 
+import collections
+import contextlib
+import logging
 import threading
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Literal
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
 
+from desktop.errors import UserError
 from desktop.hub.client import HubClient, HubError, RepoFile
 from desktop.hub.files import GgufModel
+from desktop.hub.transfer import (
+    ChecksumMismatch,
+    DiskFull,
+    check_free_space,
+    download_file,
+    part_path,
+    read_json,
+    sidecar_path,
+    write_json_atomic,
+)
+
+__all__ = [
+    "MANIFEST_NAME",
+    "ChecksumMismatch",
+    "DiskFull",
+    "DownloadHandle",
+    "DownloadManifest",
+    "DownloadProgress",
+    "DownloadState",
+    "Downloader",
+    "PendingDownload",
+    "download_file",
+]
+
+log = logging.getLogger(__name__)
 
 DownloadState = Literal[
     "queued", "running", "paused", "verifying", "complete", "failed", "cancelled"
 ]
 MANIFEST_NAME = ".simi-downloads.json"
-
-
-class DiskFull(HubError):
-    """Not enough free space (before starting, or ENOSPC while writing)."""
-
-
-class ChecksumMismatch(HubError):
-    """The downloaded bytes do not match the hub's sha256; the file was deleted."""
+PROGRESS_INTERVAL_S = 0.1
+SPEED_WINDOW_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +72,10 @@ class DownloadProgress:
     error: str | None = None  # the HubError's text when failed
     path: str | None = None  # the first part's final path once complete
 
+    @property
+    def fraction(self) -> float:
+        return self.done / self.total if self.total else 0.0
+
 
 @dataclass(frozen=True, slots=True)
 class PendingDownload:
@@ -59,40 +87,273 @@ class PendingDownload:
     done: int
 
 
+class DownloadManifest:
+    """``models_dir/.simi-downloads.json``: the files the app downloaded (atomic writes)."""
+
+    def __init__(self, models_dir: Path) -> None:
+        self.models_dir = Path(models_dir)
+        self.path = self.models_dir / MANIFEST_NAME
+        self._lock = threading.Lock()
+
+    def _key(self, path: str | Path) -> str | None:
+        p = Path(path).expanduser()
+        try:
+            rel = p.resolve().relative_to(self.models_dir.resolve())
+        except (ValueError, OSError):
+            return None
+        return rel.as_posix()
+
+    def _load(self) -> dict[str, dict[str, Any]]:
+        data = read_json(self.path)
+        files = data.get("files") if isinstance(data, dict) else None
+        return (
+            {k: v for k, v in files.items() if isinstance(v, dict)}
+            if isinstance(files, dict)
+            else {}
+        )
+
+    def _save(self, files: dict[str, dict[str, Any]]) -> None:
+        write_json_atomic(self.path, {"version": 1, "files": files})
+
+    def record(
+        self,
+        path: Path,
+        repo: str,
+        file: RepoFile,
+        revision: str,
+        *,
+        parts: list[Path] | None = None,
+    ) -> None:
+        key = self._key(path)
+        if key is None:
+            raise UserError(f"{path} is not inside the models folder {self.models_dir}.")
+        entry: dict[str, Any] = {
+            "repo": repo,
+            "path": file.path,
+            "revision": revision,
+            "size": file.size,
+            "sha256": file.sha256,
+            "downloaded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        if parts:
+            entry["parts"] = [k for k in (self._key(p) for p in parts) if k]
+        with self._lock:
+            files = self._load()
+            files[key] = entry
+            self._save(files)
+
+    def is_downloaded(self, path: str | Path) -> bool:
+        return self.entry(path) is not None
+
+    def entry(self, path: str | Path) -> dict[str, object] | None:
+        key = self._key(path)
+        if key is None:
+            return None
+        with self._lock:
+            return self._load().get(key)
+
+    def entries(self) -> dict[Path, dict[str, Any]]:
+        with self._lock:
+            files = self._load()
+        return {self.models_dir / k: v for k, v in files.items()}
+
+    def forget(self, path: str | Path) -> None:
+        key = self._key(path)
+        if key is None:
+            return
+        with self._lock:
+            files = self._load()
+            if files.pop(key, None) is not None:
+                self._save(files)
+
+
 class DownloadHandle:
     """A download running on its own thread. Thread-safe controls."""
 
     progress: DownloadProgress
 
-    def pause(self) -> None: ...
-    def resume(self) -> None: ...
+    def __init__(
+        self,
+        owner: Downloader,
+        repo: str,
+        model: GgufModel,
+        revision: str,
+        on_progress: Callable[[DownloadProgress], None] | None,
+    ) -> None:
+        self._owner = owner
+        self.repo = repo
+        self.model = model
+        self.revision = revision
+        self._on_progress = on_progress
+        self._stop = threading.Event()
+        self._resume = threading.Event()
+        self._cancelled = False
+        self._lock = threading.Lock()
+        self._done = owner.bytes_on_disk(repo, model)
+        self._samples: collections.deque[tuple[float, int]] = collections.deque()
+        self._last_emit = 0.0
+        self.progress = DownloadProgress(repo, model.name, self._done, model.size, "queued")
+        self._thread = threading.Thread(
+            target=self._run, name=f"hub-download {model.name}", daemon=True
+        )
+
+    # -- controls -----------------------------------------------------------------------
+    def pause(self) -> None:
+        with self._lock:
+            if self.progress.state in ("queued", "running"):
+                self._resume.clear()
+                self._stop.set()
+
+    def resume(self) -> None:
+        with self._lock:
+            if self.progress.state in ("paused", "queued", "running"):
+                self._stop.clear()
+                self._resume.set()
+
     def cancel(self) -> None:
         """Stops and deletes the parts."""
+        with self._lock:
+            self._cancelled = True
+            self._stop.set()
+            self._resume.set()
 
-    def wait(self, timeout: float | None = None) -> DownloadProgress: ...
+    def wait(self, timeout: float | None = None) -> DownloadProgress:
+        self._thread.join(timeout)
+        return self.progress
 
+    @property
+    def finished(self) -> bool:
+        return self.progress.state in ("complete", "failed", "cancelled")
 
-class DownloadManifest:
-    """``models_dir/.simi-downloads.json``: the files the app downloaded (atomic writes)."""
+    # -- the thread ------------------------------------------------------------------------
+    def _start(self) -> None:
+        self._thread.start()
 
-    def __init__(self, models_dir: Path) -> None:
-        raise NotImplementedError
+    def _emit(self, state: DownloadState, *, force: bool = False, **extra: Any) -> None:
+        now = time.monotonic()
+        changed = state != self.progress.state
+        speed = eta = None
+        if state == "running":
+            self._samples.append((now, self._done))
+            while self._samples and now - self._samples[0][0] > SPEED_WINDOW_S:
+                self._samples.popleft()
+            t0, d0 = self._samples[0]
+            if now - t0 >= 0.5 and self._done > d0:
+                speed = (self._done - d0) / (now - t0)
+                eta = max(self.progress.total - self._done, 0) / speed
+            else:
+                speed, eta = self.progress.speed_bps, self.progress.eta_s
+        else:
+            self._samples.clear()
+        self.progress = replace(
+            self.progress,
+            done=self._done,
+            state=state,
+            speed_bps=speed,
+            eta_s=eta,
+            **extra,
+        )
+        if not (changed or force or now - self._last_emit >= PROGRESS_INTERVAL_S):
+            return
+        self._last_emit = now
+        if self._on_progress is not None:
+            try:
+                self._on_progress(self.progress)
+            except Exception:
+                log.exception("download progress listener failed")
 
-    def record(self, path: Path, repo: str, file: RepoFile, revision: str) -> None: ...
-    def is_downloaded(self, path: str | Path) -> bool: ...
-    def entry(self, path: str | Path) -> dict[str, object] | None: ...
-    def forget(self, path: str | Path) -> None: ...
+    def _on_bytes(self, n: int) -> None:
+        self._done += n
+        self._emit("running")
+
+    def _run(self) -> None:
+        try:
+            self._emit("running", force=True)
+            while True:
+                if self._cancelled:
+                    break
+                if self._attempt():
+                    return
+                if self._cancelled:
+                    break
+                self._emit("paused", force=True)
+                self._resume.wait()
+                self._resume.clear()
+                if self._cancelled:
+                    break
+                self._emit("running", force=True)
+            self._owner.remove_parts(self.repo, self.model)
+            self._done = 0
+            self._emit("cancelled", force=True)
+        except HubError as exc:
+            self._emit("failed", force=True, error=str(exc))
+        except Exception as exc:  # a bug must still end the download visibly
+            log.exception("download of %s failed", self.model.name)
+            self._emit("failed", force=True, error=f"The download failed: {exc}")
+        finally:
+            self._owner.forget_handle(self)
+
+    def _attempt(self) -> bool:
+        """Every part in order; True when the model is complete (and recorded)."""
+        owner = self._owner
+        folder = owner.target_path(self.repo, self.model.first).parent
+        check_free_space(folder, max(self.model.size - self._done, 0))
+        sidecar = {"model": _model_to_json(self.model)}
+        with contextlib.closing(owner.client_factory()) as client:
+            for part in self.model.files:
+                dest = owner.target_path(self.repo, part)
+                ok = download_file(
+                    client,
+                    self.repo,
+                    part,
+                    dest,
+                    self._on_bytes,
+                    self._stop,
+                    self.revision,
+                    sidecar=sidecar,
+                )
+                if not ok:
+                    return False
+        self._emit("verifying", force=True)
+        paths = [owner.target_path(self.repo, p) for p in self.model.files]
+        for part, path in zip(self.model.files, paths, strict=True):
+            owner.manifest.record(path, self.repo, part, self.revision, parts=paths)
+        self._done = self.model.size
+        self._emit("complete", force=True, path=str(paths[0]))
+        return True
 
 
 class Downloader:
     """Starts downloads; lists unfinished ones; deletes downloaded models."""
 
-    def __init__(self, models_dir: Path, client_factory: Callable[[], HubClient]) -> None:
-        raise NotImplementedError
-
     manifest: DownloadManifest
 
-    def target_path(self, repo: str, file: RepoFile) -> Path: ...
+    def __init__(self, models_dir: Path, client_factory: Callable[[], HubClient]) -> None:
+        self.models_dir = Path(models_dir)
+        self.client_factory = client_factory
+        self.manifest = DownloadManifest(self.models_dir)
+        self._handles: dict[tuple[str, str], DownloadHandle] = {}
+        self._lock = threading.Lock()
+
+    def target_path(self, repo: str, file: RepoFile) -> Path:
+        owner, _, name = repo.strip("/").partition("/")
+        return (
+            self.models_dir
+            / _safe(owner)
+            / _safe(name or owner)
+            / _safe(PurePosixPath(file.path).name)
+        )
+
+    def bytes_on_disk(self, repo: str, model: GgufModel) -> int:
+        done = 0
+        for f in model.files:
+            dest = self.target_path(repo, f)
+            part = part_path(dest)
+            if dest.is_file():
+                done += dest.stat().st_size
+            elif part.is_file():
+                done += min(part.stat().st_size, f.size)
+        return done
 
     def start(
         self,
@@ -103,25 +364,124 @@ class Downloader:
     ) -> DownloadHandle:
         """Begin (or resume) on a new thread; ``on_progress`` is called from that thread at
         most ~10 times a second and on every state change."""
-        raise NotImplementedError
+        key = (repo, model.name)
+        with self._lock:
+            running = self._handles.get(key)
+            if running is not None and not running.finished:
+                running.resume()
+                return running
+            handle = DownloadHandle(self, repo, model, revision, on_progress)
+            self._handles[key] = handle
+        handle._start()
+        return handle
 
-    def pending(self) -> list[PendingDownload]: ...
+    def active(self) -> list[DownloadHandle]:
+        with self._lock:
+            return list(self._handles.values())
+
+    def forget_handle(self, handle: DownloadHandle) -> None:
+        with self._lock:
+            if self._handles.get((handle.repo, handle.model.name)) is handle:
+                del self._handles[(handle.repo, handle.model.name)]
+
+    def remove_parts(self, repo: str, model: GgufModel) -> None:
+        for f in model.files:
+            dest = self.target_path(repo, f)
+            part_path(dest).unlink(missing_ok=True)
+            sidecar_path(dest).unlink(missing_ok=True)
+
+    def pending(self) -> list[PendingDownload]:
+        found: dict[tuple[str, str], PendingDownload] = {}
+        if not self.models_dir.is_dir():
+            return []
+        running = {(h.repo, h.model.name) for h in self.active() if not h.finished}
+        for side in sorted(self.models_dir.glob("*/*/*.part.json")):
+            data = read_json(side)
+            if not isinstance(data, dict) or not isinstance(data.get("repo"), str):
+                continue
+            model = _model_from_json(data.get("model")) or _single_model(data)
+            if model is None:
+                continue
+            repo = data["repo"]
+            key = (repo, model.name)
+            if key in found or key in running:
+                continue
+            revision = data.get("revision") if isinstance(data.get("revision"), str) else "main"
+            found[key] = PendingDownload(
+                repo, model, str(revision), self.bytes_on_disk(repo, model)
+            )
+        return list(found.values())
 
     def delete(self, path: str | Path) -> list[Path]:
         """Delete a downloaded model (every split part) and forget it; a file the app did not
         download raises ``UserError`` and is left alone. Returns the files removed."""
-        raise NotImplementedError
+        p = Path(path).expanduser()
+        entry = self.manifest.entry(p)
+        if entry is None:
+            raise UserError(
+                f"{p} was not downloaded by this app, so it is left alone (delete it yourself "
+                "if you mean to)."
+            )
+        parts = entry.get("parts")
+        paths = [self.models_dir / str(k) for k in parts] if isinstance(parts, list) else [p]
+        removed: list[Path] = []
+        for target in paths:
+            try:
+                target.unlink()
+                removed.append(target)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise UserError(f"{target} cannot be deleted: {exc.strerror or exc}.") from None
+            self.manifest.forget(target)
+        folder = p.parent
+        with contextlib.suppress(OSError):  # the repo folder, then the owner's, when empty
+            folder.rmdir()
+            folder.parent.rmdir()
+        return removed
 
 
-def download_file(
-    client: HubClient,
-    repo: str,
-    file: RepoFile,
-    dest: Path,
-    on_bytes: Callable[[int], None],
-    stop: threading.Event,
-    revision: str = "main",
-) -> bool:
-    """Blocking: fetch one file to ``dest`` (resuming its part). True when complete, False
-    when ``stop`` was set (the part stays)."""
-    raise NotImplementedError
+def _safe(name: str) -> str:
+    cleaned = "".join(c if c not in '<>:"\\|?*\x00' else "_" for c in name).strip()
+    return cleaned if cleaned not in ("", ".", "..") else "_"
+
+
+def _model_to_json(model: GgufModel) -> dict[str, Any]:
+    return {
+        "name": model.name,
+        "quantization": model.quantization,
+        "files": [[f.path, f.size, f.sha256] for f in model.files],
+    }
+
+
+def _model_from_json(data: Any) -> GgufModel | None:
+    if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+        return None
+    files: list[RepoFile] = []
+    for item in data.get("files") or ():
+        if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str)):
+            return None
+        if not isinstance(item[1], int):
+            return None
+        files.append(RepoFile(item[0], item[1], item[2] if isinstance(item[2], str) else None))
+    if not files:
+        return None
+    quant = data.get("quantization")
+    return GgufModel(
+        data["name"],
+        quant if isinstance(quant, str) else None,
+        tuple(files),
+        sum(f.size for f in files),
+    )
+
+
+def _single_model(data: dict[str, Any]) -> GgufModel | None:
+    path, size = data.get("path"), data.get("size")
+    if not isinstance(path, str) or not isinstance(size, int):
+        return None
+    from desktop.hub.files import quantization_of
+
+    sha = data.get("sha256")
+    f = RepoFile(path, size, sha if isinstance(sha, str) else None)
+    name = PurePosixPath(path).name.removesuffix(".gguf")
+    return GgufModel(name, quantization_of(path), (f,), size)
