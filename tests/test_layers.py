@@ -20,7 +20,8 @@ ALLOWED = {
     "local": {"errors", "llm"},
     "store": {"errors"},
     "settings": {"errors", "store"},
-    "chat": {"errors", "llm", "local", "store", "settings"},
+    "hub": {"errors", "local", "settings"},
+    "chat": {"errors", "llm", "local", "store", "settings", "hub"},
 }
 
 
@@ -31,6 +32,7 @@ def test_qt_free_core_imports_no_pyside6() -> None:
         "import desktop.chat.kinds, desktop.chat.agent_rules, desktop.errors\n"
         "import desktop.llm.openai_compat, desktop.local.provider, desktop.local.engine\n"
         "import desktop.store.db, desktop.settings.secrets, desktop.cli\n"
+        "import desktop.hub.service, desktop.hub.files, desktop.hub.downloads\n"
         "bad = sorted(m for m in sys.modules if m.startswith(('PySide6', 'shiboken6', 'qasync')))\n"
         "print(','.join(bad))\n"
     )

@@ -13,6 +13,7 @@ from desktop.chat.local_defaults import new_local_fields
 from desktop.chat.price_book import PriceBook
 from desktop.chat.providers import ProviderFactory
 from desktop.chat.session import ChatService
+from desktop.hub.service import HubService
 from desktop.local.provider import LocalRuntime
 from desktop.settings.paths import AppPaths
 from desktop.settings.prefs import Preferences
@@ -67,6 +68,7 @@ class Services:
     local: LocalRuntime
     search: SearchStore
     compare: CompareStore
+    hub: HubService
 
     @classmethod
     def open(cls, paths: AppPaths, secrets: SecretStore | None = None) -> Services:
@@ -107,6 +109,7 @@ class Services:
             local,
             SearchStore(db),
             compare,
+            HubService(paths, secrets),
         )
 
     def close(self) -> None:
