@@ -55,6 +55,8 @@ class WorkerClient:
         self._process: Any = None
         self._conn: Any = None
         self._flag: Any = None
+        self._threads: Any = None  # the worker's shared thread budget (see set_threads)
+        self.thread_budget = 0
         self._reader: threading.Thread | None = None
         self._sink: tuple[asyncio.AbstractEventLoop, asyncio.Queue[Any]] | None = None
         self._sink_lock = threading.Lock()
@@ -94,8 +96,12 @@ class WorkerClient:
     def _start(self) -> None:
         parent, child = self._ctx.Pipe(duplex=True)
         flag = self._ctx.RawValue("b", 0)
+        threads = self._ctx.RawValue("i", self.thread_budget)
         process = self._ctx.Process(
-            target=worker_main, args=(child, flag), name="simi-llama-worker", daemon=True
+            target=worker_main,
+            args=(child, flag, threads),
+            name="simi-llama-worker",
+            daemon=True,
         )
         with _bare_main_module():
             process.start()
@@ -103,6 +109,7 @@ class WorkerClient:
         self._generation += 1
         self._serving = None
         self._process, self._conn, self._flag = process, parent, flag
+        self._threads = threads
         self._reader = threading.Thread(
             target=self._read_loop,
             args=(parent, process, self._generation),
@@ -174,6 +181,13 @@ class WorkerClient:
         self._set_state("unloaded")
 
     # requests --------------------------------------------------------------------------------
+    def set_threads(self, budget: int) -> None:
+        """At most ``budget`` llama.cpp threads from the next batch or token on (0: the
+        model's own counts). The worker reads it while it answers; no message is sent."""
+        self.thread_budget = max(0, budget)
+        if self._threads is not None:
+            self._threads.value = self.thread_budget
+
     def cancel(self) -> None:
         if self._flag is not None:
             self._flag.value = 1

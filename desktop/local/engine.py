@@ -75,6 +75,10 @@ class LocalEngine:
         self._loader = loader
         self._abort_cb: Any = None  # keep the ctypes callback alive while llama.cpp holds it
         self.lock = threading.Lock()
+        # The worker's shared thread budget (anything with ``.value``): 0 = the model's own
+        # thread counts, N = at most N while other workers answer too (desktop.local.pool).
+        self.thread_budget: Any = None
+        self._threads_now: tuple[Any, int, int] | None = None
 
     @property
     def loaded(self) -> LoadedModel | None:
@@ -183,6 +187,18 @@ class LocalEngine:
         self._abort_cb = should_abort
         llama_cpp.llama_set_abort_callback(model.llm._ctx.ctx, should_abort, None)
 
+    def _apply_threads(self, llm: Any) -> None:
+        """Follow the thread budget (read per batch and per token: a shared int, no lock)."""
+        budget = int(self.thread_budget.value) if self.thread_budget is not None else 0
+        own = int(llm.n_threads), int(llm.n_threads_batch)
+        wanted = own if budget <= 0 else (min(budget, own[0]), min(budget, own[1]))
+        if self._threads_now == (llm, *wanted):
+            return
+        import llama_cpp
+
+        llama_cpp.llama_set_n_threads(llm._ctx.ctx, wanted[0], wanted[1])
+        self._threads_now = (llm, *wanted)
+
     def _prefill(
         self, llm: Any, tokens: list[int], cached: int, cancel: CancelFlag
     ) -> Iterator[PrefillProgress]:
@@ -200,6 +216,7 @@ class LocalEngine:
         done = cached
         last = time.perf_counter()
         while total - done > n_batch and not cancel.is_set():
+            self._apply_threads(llm)
             chunk = min(n_batch, total - done - 2)
             llm.eval(tokens[done : done + chunk])
             done += chunk
@@ -269,6 +286,7 @@ class LocalEngine:
             reset=True,
         )
         self._set_abort(model, cancel)  # prefill: llama.cpp checks the flag between nodes
+        self._apply_threads(llm)
         prefilling = True
         progress_shown = False
         try:
@@ -284,6 +302,7 @@ class LocalEngine:
                 if cancel.is_set():
                     finish = "cancelled"
                     break
+                self._apply_threads(llm)
                 if llama_cpp.llama_vocab_is_eog(vocab, token):
                     finish = "stop"
                     break

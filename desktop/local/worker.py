@@ -68,7 +68,7 @@ class PipeLogHandler(logging.Handler):
             pass
 
 
-def worker_main(conn: Any, raw_flag: Any) -> None:
+def worker_main(conn: Any, raw_flag: Any, raw_threads: Any = None) -> None:
     """Entry point of the worker process."""
     send_lock = threading.Lock()
 
@@ -83,7 +83,7 @@ def worker_main(conn: Any, raw_flag: Any) -> None:
     root.setLevel(logging.INFO)
     logging.lastResort = None  # a record with no handler is dropped, never printed
     try:
-        _serve(conn, raw_flag, send)
+        _serve(conn, raw_flag, send, raw_threads)
     except Exception:  # a bug here: the app hears of it in the log and as a death notice
         log.exception("llama.cpp worker failed")
 
@@ -97,13 +97,14 @@ def received(conn: Any) -> Iterator[Any]:
             return
 
 
-def _serve(conn: Any, raw_flag: Any, send: Any) -> None:
+def _serve(conn: Any, raw_flag: Any, send: Any, raw_threads: Any = None) -> None:
     from desktop.local.engine import LocalEngine
     from desktop.local.loading import capture_llama_logs
 
     capture_llama_logs()
     flag = SharedFlag(raw_flag)
     engine = LocalEngine()
+    engine.thread_budget = raw_threads
 
     for message in received(conn):
         op = message[0]

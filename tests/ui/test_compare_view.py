@@ -190,6 +190,7 @@ def test_two_local_columns_take_turns_and_the_waiting_one_says_it_is_queued(
 ) -> None:
     starter = limit_starter(services, max_tokens=8)
     twin = services.agents.clone(starter, "SmolLM2 twin")
+    services.local.available_ram = lambda: 0  # stands in for no RAM free for a second worker
     view = make_view([starter, twin])
     view.composer.setPlainText("Count to ten")
     seen: set[str] = set()

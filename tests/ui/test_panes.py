@@ -244,6 +244,7 @@ def test_two_local_conversations_at_once_the_second_queues_visibly_then_answers(
     qtbot: Any, services: Any, make_window: Any
 ) -> None:
     starter = limit_starter(services, max_tokens=160)
+    services.local.available_ram = lambda: 0  # stands in for no RAM free for a second worker
     window = make_window(services)
     _type_and_send(qtbot, window, "Write a long story about the sea.")
     first = window.pane
@@ -251,8 +252,8 @@ def test_two_local_conversations_at_once_the_second_queues_visibly_then_answers(
     second = window.pane
     assert second is not first and second.agent.id == starter.id
     _type_and_send(qtbot, window, "Tell me about the sky.")
-    # one llama.cpp worker answers one chat at a time: the other waits, and says so (which
-    # one waits depends on which request reached the worker first)
+    # with no room for a second llama.cpp worker, one chat is answered at a time: the other
+    # waits, and says so (which one waits depends on which request reached the worker first)
     panes = (first, second)
     qtbot.waitUntil(lambda: any("queued" in p.presenter.status for p in panes), timeout=TIMEOUT_MS)
     waiting = next(p for p in panes if "queued" in p.presenter.status)
