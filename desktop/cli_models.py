@@ -11,7 +11,8 @@ from typing import Any
 
 
 def add_parser(sub: Any) -> None:
-    """Add ``models list|gpu [--json] | add-folder PATH | remove-folder PATH``."""
+    """Add ``models list|gpu [--json] | add-folder PATH | remove-folder PATH`` and the hub's
+    ``search | files | download | rm | token`` (``cli_hub``)."""
     models = sub.add_parser("models", help="the local model library (GGUF files)")
     msub = models.add_subparsers(dest="models_command", required=True)
     for name, help_text, argument in (
@@ -25,10 +26,17 @@ def add_parser(sub: Any) -> None:
             command.add_argument("--json", action="store_true")
         else:
             command.add_argument(argument)
+    from desktop import cli_hub
+
+    cli_hub.add_subcommands(msub)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the ``models`` command in ``args``; the exit status (a ``UserError`` is raised)."""
+    from desktop import cli_hub
+
+    if args.models_command in cli_hub.HUB_COMMANDS:
+        return cli_hub.run(args)
     from desktop.local.catalog import ModelCatalog
     from desktop.local.gpu import detect
     from desktop.local.memory import format_bytes

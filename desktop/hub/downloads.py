@@ -185,6 +185,7 @@ class DownloadHandle:
         self.model = model
         self.revision = revision
         self._on_progress = on_progress
+        self.exception: HubError | None = None  # what ended a failed download
         self._stop = threading.Event()
         self._resume = threading.Event()
         self._cancelled = False
@@ -286,6 +287,7 @@ class DownloadHandle:
             self._done = 0
             self._emit("cancelled", force=True)
         except HubError as exc:
+            self.exception = exc
             self._emit("failed", force=True, error=str(exc))
         except Exception as exc:  # a bug must still end the download visibly
             log.exception("download of %s failed", self.model.name)

@@ -210,3 +210,65 @@ def fetch_header_info(client: HubClient, repo: str, model: GgufModel) -> ModelIn
             if len(data) < want or want >= min(total, HEADER_MAX_READ):
                 return None  # the whole allowance read (or the server sent less): not GGUF
             want = min(want * 2, total, HEADER_MAX_READ)
+
+
+def scaled_info(info: ModelInfo, size: int) -> ModelInfo:
+    """Another quantization of the same model from one header: the architecture (layers,
+    heads, context, vocabulary) is the same, the weights scale with the file size. Lets a
+    repository's fit marks come from one header read instead of one per file."""
+    if info.file_size <= 0 or size == info.file_size:
+        return info
+    ratio = size / info.file_size
+    return replace(
+        info,
+        file_size=size,
+        layer_bytes=tuple(round(b * ratio) for b in info.layer_bytes),
+        embedding_bytes=round(info.embedding_bytes * ratio),
+        output_bytes=round(info.output_bytes * ratio),
+        quantization=None,
+    )
+
+
+def reference_header(
+    client: HubClient, repo: str, models: list[GgufModel]
+) -> tuple[GgufModel, ModelInfo] | None:
+    """The header of one model of the repository (the smallest single file first), to scale
+    for the others with ``scaled_info``; None when none can be read."""
+    ordered = sorted(models, key=lambda m: (len(m.files) > 1, m.size))
+    for model in ordered[:3]:
+        info = fetch_header_info(client, repo, model)
+        if info is not None:
+            return model, _whole_model(info, model)
+    return None
+
+
+def info_for(model: GgufModel, reference: tuple[GgufModel, ModelInfo] | None) -> ModelInfo | None:
+    if reference is None:
+        return None
+    ref_model, ref_info = reference
+    if ref_model is model or ref_model == model:
+        return ref_info
+    return scaled_info(ref_info, model.size)
+
+
+def machine_memory() -> tuple[int | None, int | None]:
+    """(RAM, VRAM) in bytes: the physical memory, and the largest GPU's memory when the
+    installed llama.cpp can offload (None when there is none or it is unknown)."""
+    import os
+
+    ram: int | None
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        ram = None
+    vram: int | None = None
+    try:
+        from desktop.local.gpu import detect
+
+        support = detect()
+        if support.gpu_offload:
+            sizes = [d.memory_total for d in support.devices if d.kind != "CPU" and d.memory_total]
+            vram = max(sizes) if sizes else None
+    except Exception:
+        vram = None
+    return ram, vram
