@@ -1,14 +1,23 @@
 """The agent editor's local section: the GGUF file and llama.cpp load parameters, with room
-for the live memory estimate (``attach_memory_estimate``)."""
+for the live memory estimate (``attach_memory_estimate``).
+
+The model file is an editable combo box: its list is the model library (name, quantization and
+size; ``attach_model_picker`` fills it off the GUI thread), a path may still be typed or
+chosen with Browse…, and what is stored is the file's path. ``model_path`` is the combo's line
+edit, so the text is the path whichever way it got there."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from PySide6.QtCore import QStringListModel, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
+    QCompleter,
     QFileDialog,
     QGroupBox,
     QPushButton,
@@ -16,6 +25,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.local.catalog import ModelEntry
+from desktop.local.memory import format_bytes
 from desktop.local.starter import resolve_model_path
 from desktop.store.agents import KV_TYPES, Agent
 from desktop.ui.agent_form import FieldForm, form_of, line, row, show_value
@@ -29,10 +40,11 @@ class LocalSection:
     def __init__(self, form: FieldForm, parent: QWidget) -> None:
         self._parent = parent
         self.group: QGroupBox = form.group("Local model (llama.cpp)")
-        self.model_path = line("/path/to/model.gguf")
+        self.model_picker = ModelPicker()
+        self.model_path = self.model_picker.path_edit
         self.browse = QPushButton("Browse…")
         self.browse.clicked.connect(self._browse)
-        form.add(self.group, "model_path", "Model file", row(self.model_path, self.browse))
+        form.add(self.group, "model_path", "Model file", row(self.model_picker, self.browse))
         self.n_ctx = line("automatic (from the model and memory)")
         self.n_gpu_layers = line("0  (-1 = all layers)")
         self.n_threads = line("automatic")
@@ -93,6 +105,96 @@ class LocalSection:
         )
         if path:
             self.model_path.setText(path)
+
+
+PATH_ROLE = Qt.ItemDataRole.UserRole
+
+
+def picker_label(entry: ModelEntry) -> str:
+    """How the library lists a file: "name · quantization · size" (the starter marked)."""
+    name = Path(entry.path).name
+    if entry.starter:
+        name += " (starter)"
+    if entry.info is None:
+        return f"{name} · cannot be used"
+    bits = [name, entry.info.quantization or "", format_bytes(entry.info.file_size)]
+    return " · ".join(b for b in bits if b)
+
+
+class ModelPicker(QComboBox):
+    """An editable combo of the library's files. Choosing one puts its path in the line edit
+    (``path_edit``); typing filters the paths that contain what was typed.
+
+    Signal library_shown(): the list was filled (``set_entries``)."""
+
+    library_shown = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("ModelPicker")
+        self.setEditable(True)
+        self.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+        self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.setMinimumContentsLength(12)
+        edit = self.lineEdit()
+        assert edit is not None
+        self.path_edit = edit
+        edit.setPlaceholderText("/path/to/model.gguf, or pick from the library")
+        self._paths = QStringListModel(self)
+        completer = QCompleter(self._paths, self)
+        completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        completer.setFilterMode(Qt.MatchFlag.MatchContains)
+        completer.setCompletionMode(QCompleter.CompletionMode.PopupCompletion)
+        self.setCompleter(completer)
+        self.entries: list[ModelEntry] = []
+        self.activated.connect(self._chosen)
+
+    def set_entries(self, entries: Sequence[ModelEntry]) -> None:
+        """The library's files, the usable ones; the typed text is kept."""
+        text = self.path_edit.text()
+        self.entries = [e for e in entries if e.info is not None]
+        self.blockSignals(True)
+        self.clear()
+        for entry in self.entries:
+            self.addItem(picker_label(entry), entry.path)
+            self.setItemData(self.count() - 1, entry.path, Qt.ItemDataRole.ToolTipRole)
+        self.setCurrentIndex(-1)
+        self.blockSignals(False)
+        self.path_edit.setText(text)
+        self._paths.setStringList([e.path for e in self.entries])
+        self.library_shown.emit()
+
+    def choose(self, index: int) -> None:
+        """Pick the library's ``index``-th file, as a click in the list does."""
+        self.setCurrentIndex(index)
+        self._chosen(index)
+
+    def _chosen(self, index: int) -> None:
+        path = self.itemData(index, PATH_ROLE)
+        if isinstance(path, str) and path:
+            self.path_edit.setText(path)  # the path is what is stored, not the label
+            self.path_edit.setToolTip(path)
+
+
+def attach_model_picker(
+    dialog: Any, entries: Callable[[], list[ModelEntry]]
+) -> asyncio.Task[None] | None:
+    """List the library in the editor's model field: ``entries`` (blocking: it reads GGUF
+    headers, from a cache) runs off the GUI thread; without a running loop it runs here."""
+    from desktop.ui.async_door import run_blocking, start
+
+    picker: ModelPicker = dialog.local_section.model_picker
+
+    async def fill() -> None:
+        found = await run_blocking(entries)
+        picker.set_entries(found)
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        picker.set_entries(entries())
+        return None
+    return start(fill(), name="agent editor: model library")
 
 
 def attach_memory_estimate(dialog: Any, view: QWidget) -> None:

@@ -20,8 +20,10 @@ from PySide6.QtWidgets import (
 
 from desktop.chat import agent_status
 from desktop.chat.services import Services
+from desktop.local.catalog import ModelCatalog
 from desktop.store.agents import Agent
 from desktop.ui.agent_editor import AgentEditorDialog, attach_memory_estimate
+from desktop.ui.agent_local import attach_model_picker
 from desktop.ui.memory_estimate import MemoryEstimateView
 from desktop.ui.resources import agent_badge
 from desktop.ui.widgets import ID_ROLE, SUBTITLE_ROLE, TwoLineDelegate, hbox, vbox
@@ -193,6 +195,10 @@ class AgentSidebar(QWidget):
     def editor(self, agent: Agent | None) -> AgentEditorDialog:
         dialog = AgentEditorDialog(self.services.agents, self.services.secrets, agent, self)
         attach_memory_estimate(dialog, MemoryEstimateView(cache=self.services.local.model_info))
+        services = self.services
+        attach_model_picker(
+            dialog, ModelCatalog(services.paths, services.prefs, services.local.model_info).entries
+        )
         return dialog
 
     def new_agent(self) -> None:

@@ -1,7 +1,13 @@
-"""The Models page: the local model library, the loaded model's state, the llama.cpp build.
+"""The Models page: two tabs, "On this computer" (the library) and "Find models" (the Hugging
+Face Hub, ``desktop.ui.hub_view.HubView``; a finished download refreshes the library and
+selects the new file).
 
-Built on ``desktop.local.catalog.ModelCatalog`` (Qt-free). Scans run off the GUI thread
-(``run_blocking``); the header of each file is read once per path + mtime.
+"On this computer" is built on ``desktop.local.catalog.ModelCatalog`` (Qt-free): the table
+(``models_library.LibraryTable``), the selected file's header facts, the actions
+(``models_actions.ModelActions``: new agent, load / unload, open folder, delete a download),
+the linked folders and the disk they take. Scans run off the GUI thread (``run_blocking``);
+the header of each file is read once per path + mtime. The whole tab scrolls when the window
+is too small for it.
 """
 
 from __future__ import annotations
@@ -12,45 +18,32 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QFileDialog,
-    QHBoxLayout,
-    QHeaderView,
+    QFrame,
     QLabel,
     QListWidget,
     QListWidgetItem,
     QPushButton,
-    QTableWidget,
-    QTableWidgetItem,
-    QVBoxLayout,
+    QScrollArea,
+    QTabWidget,
     QWidget,
 )
 
 from desktop.errors import UserError
 from desktop.local.catalog import ModelCatalog, ModelEntry
 from desktop.local.gpu import GpuSupport, detect
-from desktop.local.memory import format_bytes
 from desktop.ui.async_door import run_blocking, start
+from desktop.ui.models_actions import ModelActions
+from desktop.ui.models_facts import DiskUse, detail_facts, disk_use, used_by
+from desktop.ui.models_library import COLUMNS, ERROR_COLUMN, PATH_ROLE, LibraryTable
+from desktop.ui.widgets import FlowLayout, vbox
+
+__all__ = ["COLUMNS", "ERROR_COLUMN", "ModelsPage"]
 
 log = logging.getLogger("simi.ui.models")
 
-COLUMNS = (
-    "Model",
-    "Architecture",
-    "Parameters",
-    "Quantization",
-    "Size",
-    "Trained context",
-    "Layers",
-    "Heads (KV)",
-    "Embedding",
-    "Chat template",
-)
-ERROR_COLUMN = 1  # an unreadable file's error spans the fact columns, from here to the end
-PATH_ROLE = Qt.ItemDataRole.UserRole
 STATE_TEXT = {
     "unloaded": "No model loaded",
     "loading": "Loading",
@@ -58,67 +51,38 @@ STATE_TEXT = {
     "busy": "Generating",
     "error": "Error",
 }
+ZWSP = "\u200b"  # lets a long path wrap after each "/"
 
 
-class ModelsPage(QWidget):
+class ModelsPage(QTabWidget):
     """Signals: refreshed(): the table shows a fresh scan; folders_changed(): a folder was
     added or removed; model_state_changed(str, str): the worker's state (re-emitted on the GUI
-    thread from LocalRuntime's listener)."""
+    thread from LocalRuntime's listener); agent_created(object): an agent was saved from
+    "New agent from this model"."""
 
     refreshed = Signal()
     folders_changed = Signal()
     model_state_changed = Signal(str, str)
+    agent_created = Signal(object)
 
     def __init__(self, services: Any, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("ModelsPage")
+        self.setDocumentMode(True)
         self._services = services
         self.catalog = ModelCatalog(services.paths, services.prefs, cache=services.local.model_info)
         self.entries: list[ModelEntry] = []
         self.gpu: GpuSupport | None = None
+        self.disk: DiskUse | None = None
         self._scan: Any = None
+        self._select_after: str | None = None
 
-        layout = QVBoxLayout(self)
-        self.backend_label = QLabel("Checking the llama.cpp build…")
-        self.backend_label.setObjectName("ModelsBackend")
-        self.backend_label.setWordWrap(True)
-        self.state_label = QLabel("")
-        self.state_label.setObjectName("ModelsState")
-        layout.addWidget(self.backend_label)
-        layout.addWidget(self.state_label)
-
-        self.table = QTableWidget(0, len(COLUMNS))
-        self.table.setHorizontalHeaderLabels(COLUMNS)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.verticalHeader().setVisible(False)
-        header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        header.setStretchLastSection(True)
-        layout.addWidget(self.table, 1)
-
-        layout.addWidget(QLabel("Folders (linked in place; files are never copied):"))
-        self.folder_list = QListWidget()
-        self.folder_list.setMaximumHeight(90)
-        layout.addWidget(self.folder_list)
-        buttons = QHBoxLayout()
-        self.add_button = QPushButton("Add folder…")
-        self.remove_button = QPushButton("Remove folder")
-        self.refresh_button = QPushButton("Refresh")
-        for button in (self.add_button, self.remove_button, self.refresh_button):
-            buttons.addWidget(button)
-        buttons.addStretch(1)
-        self.message = QLabel("")
-        self.message.setObjectName("ModelsMessage")
-        self.message.setWordWrap(True)
-        buttons.addWidget(self.message, 2)
-        layout.addLayout(buttons)
-
-        self.add_button.clicked.connect(self._choose_folder)
-        self.remove_button.clicked.connect(self._remove_selected)
-        self.refresh_button.clicked.connect(self.refresh)
-        self.folder_list.currentItemChanged.connect(lambda *_: self._update_buttons())
-        self.model_state_changed.connect(self._show_state)
+        self.library = self._build_library()
+        self.addTab(self.library, "On this computer")
+        self.setTabToolTip(0, "The GGUF files in the models folder and the linked folders")
+        self.hub_view = self._build_hub()
+        self.addTab(self.hub_view, "Find models")
+        self.setTabToolTip(1, "Search the Hugging Face Hub and download GGUF models")
 
         runtime = services.local
         emit = self.model_state_changed.emit
@@ -128,8 +92,83 @@ class ModelsPage(QWidget):
 
         runtime.add_listener(listener)
         self.destroyed.connect(lambda *_: runtime.remove_listener(listener))
+        self.model_state_changed.connect(self._show_state)
         self._show_state(runtime.state, runtime.state_detail)
         self._show_folders()
+
+    # building --------------------------------------------------------------------------------
+    def _build_library(self) -> QWidget:
+        content = QWidget()
+        content.setObjectName("ModelsLibrary")
+        layout = vbox(content, margins=(8, 8, 8, 8), spacing=6)
+        self.backend_label = QLabel("Checking the llama.cpp build…")
+        self.backend_label.setObjectName("ModelsBackend")
+        self.backend_label.setWordWrap(True)
+        self.state_label = QLabel("")
+        self.state_label.setObjectName("ModelsState")
+        self.state_label.setWordWrap(True)
+        layout.addWidget(self.backend_label)
+        layout.addWidget(self.state_label)
+
+        self.table = LibraryTable()
+        self.table.setMinimumHeight(150)
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table.customContextMenuRequested.connect(self._context_menu)
+        layout.addWidget(self.table, 1)
+
+        self.actions = ModelActions(self._services, self, self.selected_entry)
+        self.actions.said.connect(self._say)
+        self.actions.deleted.connect(lambda _p: self.refresh())
+        self.actions.agent_created.connect(self._agent_created)
+        layout.addWidget(_flow(*self.actions.buttons))
+        self.details = QLabel("Select a model to see what its file says.")
+        self.details.setObjectName("ModelsDetails")
+        self.details.setWordWrap(True)
+        self.details.setTextFormat(Qt.TextFormat.PlainText)
+        self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.details)
+
+        folders = QLabel("Folders (linked in place; files are never copied):")
+        folders.setWordWrap(True)
+        layout.addWidget(folders)
+        self.folder_list = QListWidget()
+        self.folder_list.setMinimumHeight(48)
+        self.folder_list.setMaximumHeight(90)
+        layout.addWidget(self.folder_list)
+        self.disk_label = QLabel("")
+        self.disk_label.setObjectName("ModelsDiskUse")
+        self.disk_label.setWordWrap(True)
+        self.disk_label.setToolTip("Disk taken by the models in each folder")
+        layout.addWidget(self.disk_label)
+        self.add_button = QPushButton("Add folder…")
+        self.remove_button = QPushButton("Remove folder")
+        self.refresh_button = QPushButton("Refresh")
+        layout.addWidget(_flow(self.add_button, self.remove_button, self.refresh_button))
+        self.message = QLabel("")
+        self.message.setObjectName("ModelsMessage")
+        self.message.setWordWrap(True)
+        layout.addWidget(self.message)
+
+        self.add_button.clicked.connect(self._choose_folder)
+        self.remove_button.clicked.connect(self._remove_selected)
+        self.refresh_button.clicked.connect(self.refresh)
+        self.folder_list.currentItemChanged.connect(lambda *_: self._update_buttons())
+        self.table.itemSelectionChanged.connect(self._selection_changed)
+
+        scroll = QScrollArea()
+        scroll.setObjectName("ModelsLibraryScroll")
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(content)
+        return scroll
+
+    def _build_hub(self) -> QWidget:
+        from desktop.ui.hub_view import HubView
+
+        view = HubView(self._services)
+        view.downloaded.connect(self.show_downloaded)
+        return view
 
     # public ----------------------------------------------------------------------------------
     def refresh(self) -> None:
@@ -140,9 +179,15 @@ class ModelsPage(QWidget):
         try:
             asyncio.get_running_loop()
         except RuntimeError:  # no running loop (a plain script): scan here
-            self._apply(self.catalog.entries(), self.gpu or detect())
+            self._apply(*self._scan_now())
             return
         self._scan = start(self._refresh(), name="models-page-scan")
+
+    def show_downloaded(self, path: str) -> None:
+        """A download finished: show the library with the new file selected."""
+        self._select_after = str(path)
+        self.setCurrentIndex(0)
+        self.refresh()
 
     def add_folder(self, path: str | Path) -> bool:
         """Link ``path`` into the library; False (and a message) when it cannot be."""
@@ -155,15 +200,29 @@ class ModelsPage(QWidget):
         )
 
     def row_of(self, path: str | Path) -> int:
-        for row in range(self.table.rowCount()):
-            item = self.table.item(row, 0)
-            if item is not None and item.data(PATH_ROLE) == str(path):
-                return row
-        return -1
+        return self.table.row_of(path)
 
     def cell_text(self, row: int, column: str) -> str:
-        item = self.table.item(row, COLUMNS.index(column))
-        return item.text() if item is not None else ""
+        """A table cell's text; for a fact the details panel shows (Architecture, Layers…),
+        that fact of the row's file."""
+        if column in COLUMNS:
+            item = self.table.item(row, COLUMNS.index(column))
+            return item.text() if item is not None else ""
+        entry = self.entries[row] if 0 <= row < len(self.entries) else None
+        if entry is None or entry.info is None:
+            return ""
+        return dict(detail_facts(entry)).get(column, "")
+
+    def row_error(self, row: int) -> str:
+        """The error shown for an unreadable file's row ('' for a good one)."""
+        entry = self.entries[row] if 0 <= row < len(self.entries) else None
+        return self.cell_text(row, COLUMNS[ERROR_COLUMN]) if entry and entry.error else ""
+
+    def selected_entry(self) -> ModelEntry | None:
+        return self.table.selected_entry()
+
+    def select(self, path: str | Path) -> bool:
+        return self.table.select_path(path)
 
     # internals -------------------------------------------------------------------------------
     def _change_folders(
@@ -180,40 +239,59 @@ class ModelsPage(QWidget):
         self.refresh()
         return True
 
-    async def _refresh(self) -> None:
-        entries = await run_blocking(self.catalog.entries)
-        gpu = self.gpu or await run_blocking(detect)
-        self._apply(entries, gpu)
+    def _scan_now(self) -> tuple[list[ModelEntry], GpuSupport, DiskUse]:
+        """Blocking: the entries, the llama.cpp build, the disk use."""
+        entries = self.catalog.entries()
+        gpu = self.gpu or detect()
+        disk = disk_use(entries, self.catalog.folders(), self.catalog.models_dir)
+        return entries, gpu, disk
 
-    def _apply(self, entries: list[ModelEntry], gpu: GpuSupport) -> None:
-        self.entries, self.gpu = entries, gpu
+    async def _refresh(self) -> None:
+        self._apply(*(await run_blocking(self._scan_now)))
+
+    def _apply(self, entries: list[ModelEntry], gpu: GpuSupport, disk: DiskUse) -> None:
+        self.entries, self.gpu, self.disk = entries, gpu, disk
         self.backend_label.setText(gpu.summary)
-        self.table.clearSpans()
-        self.table.setRowCount(len(entries))
-        for row, entry in enumerate(entries):
-            for col, text in enumerate(_row_texts(entry)):
-                item = QTableWidgetItem(text)
-                if col == 0:
-                    item.setData(PATH_ROLE, entry.path)
-                    item.setToolTip(
-                        entry.path if not entry.error else f"{entry.path}\n{entry.error}"
-                    )
-                self.table.setItem(row, col, item)
-        # size the columns to the facts, then lay each error across them
-        self.table.resizeColumnsToContents()
-        for row, entry in enumerate(entries):
-            if entry.error:
-                item = QTableWidgetItem(entry.error)
-                item.setToolTip(f"{entry.path}\n{entry.error}")
-                item.setForeground(QBrush(QColor("#c0392b")))
-                self.table.setItem(row, ERROR_COLUMN, item)
-                self.table.setSpan(row, ERROR_COLUMN, 1, len(COLUMNS) - ERROR_COLUMN)
+        self.disk_label.setText(f"Disk use: {disk.line}")
+        users = used_by(entries, self._services.agents.list())
+        runtime = self._services.local
+        states = {e.path: runtime.state_of(e.path) for e in entries}
+        self.table.show_entries(entries, users, states)
+        if self._select_after is not None:
+            self.table.select_path(self._select_after)
+            self._select_after = None
+        if self.table.selected_path() is None and entries:
+            self.table.selectRow(0)  # the actions and details are there from the start
+        self._selection_changed()
         self.refreshed.emit()
 
-    def row_error(self, row: int) -> str:
-        """The error shown for an unreadable file's row ('' for a good one)."""
-        entry = self.entries[row] if 0 <= row < len(self.entries) else None
-        return self.cell_text(row, COLUMNS[ERROR_COLUMN]) if entry and entry.error else ""
+    def _agent_created(self, agent: Any) -> None:
+        """A new agent uses a file: its Used by changes; the window shows the agent."""
+        self.agent_created.emit(agent)
+        window = self.window()
+        reload = getattr(window, "reload_agents", None)
+        if callable(reload) and window is not self:
+            reload()
+        self.refresh()
+
+    def _selection_changed(self) -> None:
+        entry = self.selected_entry()
+        self.actions.update_for(entry)
+        if entry is None:
+            self.details.setText("Select a model to see what its file says.")
+            return
+        users = used_by([entry], self._services.agents.list())[entry.path]
+        self.details.setText(details_text(detail_facts(entry, users)))
+
+    def _context_menu(self, pos: QPoint) -> None:
+        row = self.table.rowAt(pos.y())
+        if row < 0:
+            return
+        self.table.selectRow(row)
+        self.actions.menu(self).popup(self.table.viewport().mapToGlobal(pos))
+
+    def _say(self, text: str) -> None:
+        self.message.setText(text)
 
     def _show_folders(self) -> None:
         self.folder_list.clear()
@@ -222,6 +300,7 @@ class ModelsPage(QWidget):
             label = f"{folder}  (built-in)" if folder == builtin else str(folder)
             item = QListWidgetItem(label)
             item.setData(PATH_ROLE, str(folder))
+            item.setToolTip(str(folder))
             self.folder_list.addItem(item)
         self._update_buttons()
 
@@ -249,23 +328,41 @@ class ModelsPage(QWidget):
         if state == "error" and detail:
             text = f"{text}: {detail}"
         self.state_label.setText(f"Loaded model: {text}")
+        runtime = self._services.local
+        for row, entry in enumerate(self.table.entries):
+            self.table.set_state(row, runtime.state_of(entry.path))
+        self.actions.update_for(self.selected_entry())
 
 
-def _row_texts(entry: ModelEntry) -> list[str]:
-    name = Path(entry.path).name + ("  (starter)" if entry.starter else "")
-    info = entry.info
-    if info is None:
-        return [name, *([""] * (len(COLUMNS) - 1))]  # the error is laid over the rest
-    heads = f"{info.head_count or '?'} ({info.head_count_kv or '?'})"
-    return [
-        name,
-        info.architecture,
-        info.parameters_label,
-        info.quantization or "?",
-        format_bytes(info.file_size),
-        f"{info.context_length:,}" if info.context_length else "?",
-        str(info.block_count or "?"),
-        heads,
-        str(info.embedding_length or "?"),
-        "yes" if info.chat_template_present else "no: using ChatML",
-    ]
+def _flow(*widgets: QWidget) -> QWidget:
+    """Widgets in a row that wraps when narrow (nothing is squeezed)."""
+    host = QWidget()
+    flow = FlowLayout(host, spacing=6)
+    for widget in widgets:
+        flow.addWidget(widget)
+    return host
+
+
+# The details panel's lines: facts on one line run on with " · " and wrap between them.
+DETAIL_LINES = (
+    ("Name",),
+    ("Architecture", "Parameters", "Layers", "Heads (KV)", "Embedding"),
+    ("Size", "Trained context", "Chat template"),
+    ("Used by",),
+    ("Problem",),
+    ("File",),
+)
+
+
+def details_text(facts: list[tuple[str, str]]) -> str:
+    """The facts as a few lines a person reads at a glance (a path may wrap at each "/")."""
+    by_label = dict(facts)
+    lines = []
+    for labels in DETAIL_LINES:
+        parts = [f"{label}: {by_label[label]}" for label in labels if by_label.get(label)]
+        if parts:
+            lines.append(" · ".join(parts))
+    folder = by_label.get("Folder", "")
+    if folder.startswith("installed"):
+        lines.append(f"({folder})")
+    return "\n".join(line.replace("/", "/" + ZWSP) for line in lines)
