@@ -108,9 +108,13 @@ at a time; another one says it is <i>queued</i> until its turn.</li>
 its own: if it fails or runs out of memory, the reply says so and the next message starts it
 again.</p>
 <ul>
-<li>The <b>Models</b> page lists the model files in the app's models folder and in folders
-you add (<b>Add folder…</b>; files are never copied), with what each file says about itself:
-size, quantization, the context it was trained for.</li>
+<li>The <b>Models</b> page, <b>On this computer</b>, lists the model files in the app's
+models folder and in folders you add (<b>Add folder…</b>; files are never copied), with what
+each file says about itself (size, quantization, the context it was trained for), the agents
+that use it and whether it is loaded. Select one for <b>New agent from this model</b> (load
+settings that fit this computer), <b>Load</b> / <b>Unload</b>, <b>Open folder</b>, or
+<b>Delete…</b> for a file the app downloaded (a file in a folder you linked is never
+deleted). <b>Find models</b> searches the Hugging Face Hub.</li>
 <li><b>Context</b> is how much conversation (in tokens) the model can hold at once. A bigger
 context takes more memory: the agent editor estimates the memory before anything is loaded.
 {escape(AUTOMATIC_NOTE)} (Settings → Local models.)</li>

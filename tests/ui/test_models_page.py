@@ -125,6 +125,48 @@ def test_disk_use_per_folder_and_in_total_is_the_files_sizes(
     assert "Models folder 0 B" in page.disk_label.text()
 
 
+def test_a_split_model_is_one_row_whose_size_counts_every_part(page, qtbot, tmp_path: Path) -> None:
+    folder = tmp_path / "split"
+    folder.mkdir()
+    first = gguf_files.copy_starter(folder / "big-Q4_1-00001-of-00002.gguf")
+    second = folder / "big-Q4_1-00002-of-00002.gguf"
+    second.write_bytes(b"\0" * 3 * 1024**2)
+    _linked(page, qtbot, folder)
+    assert page.row_of(second) == -1 and page.row_of(first) > 0
+    both = first.stat().st_size + second.stat().st_size
+    assert page.cell_text(page.row_of(first), "Size") == format_bytes(both)
+    assert dict(page.disk.folders)[str(folder.resolve())] == both
+
+
+def test_a_finished_download_shows_in_the_library_selected(page, services, qtbot) -> None:
+    """The Find models tab's ``downloaded`` signal (what HubView emits once a file is
+    verified) brings the person back to the library with the new file selected."""
+    target = services.paths.models_dir / "someone" / "tiny-GGUF" / "tiny-Q4_1.gguf"
+    target.parent.mkdir(parents=True)
+    gguf_files.copy_starter(target)
+    page.setCurrentIndex(1)
+    assert page.tabText(1) == "Find models"
+    with qtbot.waitSignal(page.refreshed, timeout=WAIT_MS):
+        page.hub_view.downloaded.emit(str(target))
+    assert page.currentIndex() == 0 and page.tabText(0) == "On this computer"
+    assert page.selected_entry() is not None and page.selected_entry().path == str(target)
+    assert "tiny-Q4_1.gguf" in page.details.text()
+
+
+def test_the_context_menu_offers_the_same_actions(page) -> None:
+    page.select(gguf_files.starter())
+    menu = page.actions.menu(page)
+    texts = [(a.text(), a.isEnabled()) for a in menu.actions()]
+    assert texts == [
+        ("New agent from this model", True),
+        ("Load", True),
+        ("Unload", False),
+        ("Open folder", True),
+        ("Delete…", False),
+    ]
+    menu.deleteLater()
+
+
 def test_new_agent_from_the_starter_fills_the_editor_to_fit(page, services, qtbot) -> None:
     info = read_model_info(gguf_files.starter())
     page.select(gguf_files.starter())
