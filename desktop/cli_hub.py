@@ -57,6 +57,9 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         return _run(args)
+    except KeyboardInterrupt:  # before a download started (a download pauses itself)
+        print("Stopped.", file=sys.stderr)
+        return EXIT_PAUSED
     except HubAuthError as exc:
         raise HubAuthError(
             f"{exc.user_message} In a terminal: `simi models token` saves one (or set HF_TOKEN)."

@@ -151,3 +151,30 @@ def test_rm_only_downloaded_files_and_asks(
     gone = simi(env, "rm", STARTER_FILE, stdin="y\n")  # a bare name finds the download
     assert gone.returncode == 0, gone.stderr
     assert not path.exists() and f"Deleted {path}" in gone.stdout
+
+
+def test_progress_rewrites_one_line_on_a_terminal() -> None:
+    """``Tty`` stands in for a terminal's stderr."""
+    import io
+
+    from desktop.cli_hub import _Progress
+    from desktop.hub.downloads import DownloadProgress
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    out = Tty()
+    progress = _Progress(out)
+    for done in (0, 25_000_000, 50_000_000):
+        progress(DownloadProgress("o/r", "m", done, 100_000_000, "running", 5e6, 10.0))
+    progress.end()
+    text = out.getvalue()
+    assert text.count("\r") == 3 and text.count("\n") == 1
+    assert " 50.0%  50 MB of 100 MB  5 MB/s  10 s left" in text
+
+    plain = io.StringIO()
+    lines = _Progress(plain)
+    for done in range(0, 100_000_001, 5_000_000):
+        lines(DownloadProgress("o/r", "m", done, 100_000_000, "running"))
+    assert len(plain.getvalue().splitlines()) == 11  # 0 %, 10 %, … 100 %
