@@ -1,12 +1,86 @@
 """The Models page's "Find models" tab: search the Hugging Face Hub, a repository's GGUF
-files with fit marks, downloads with progress (contract; helper H3 builds it)."""
+models with fit marks, downloads with progress.
+
+Nothing contacts the hub until the person searches (the empty state says so, naming the host
+from ``HF_ENDPOINT``). Every hub call runs on a worker thread (``run_blocking``); a newer
+search or selection supersedes an older one still on its way. Errors are shown in the tab
+with their finished text and Retry; a gated or private repository opens the access-token
+panel (``hub_token.py``), and the failed action runs again once a token is saved. Fit marks
+come from ``desktop.hub.files.fit_of`` with the available RAM and the GPU's free memory, for
+the context picked beside the models (4,096 by default); the selected model's mark is refined
+from its GGUF header, read with Range requests. Downloads are ``hub_downloads.py``'s.
+
+The window must call ``pause_all()`` when it closes: running downloads pause and keep their
+part, listed as "Paused · Resume" at the next start.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine
 from typing import Any
+from urllib.parse import urlparse
 
-from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSplitter,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop.errors import UserError
+from desktop.hub.client import HubAuthError, HubClient, RepoSummary, hub_endpoint
+from desktop.hub.files import (
+    GgufModel,
+    fetch_header_info,
+    fit_of,
+    group_gguf,
+    info_for,
+    reference_header,
+)
+from desktop.local.catalog import ModelInfo
+from desktop.ui.async_door import run_blocking, start
+from desktop.ui.elided_label import ElidedLabel
+from desktop.ui.hub_downloads import DownloadsPanel
+from desktop.ui.hub_format import size_text
+from desktop.ui.hub_tables import ModelTable, RepoTable
+from desktop.ui.hub_token import TokenPanel
+
+log = logging.getLogger("simi.ui.hub")
+
+CONTEXTS = (2048, 4096, 8192, 16384, 32768, 65536, 131072)
+DEFAULT_CONTEXT = 4096
+Action = Callable[[], Coroutine[Any, Any, None]]
+
+
+def machine_memory() -> tuple[int | None, int | None]:
+    """(available RAM, free memory of the largest-free GPU the build can offload to)."""
+    from desktop.local.context_size import available_ram
+    from desktop.local.gpu import detect
+
+    ram = available_ram()
+    gpu = detect()
+    vram = None
+    if gpu.gpu_offload:
+        free = [d.memory_free for d in gpu.devices if d.kind != "CPU" and d.memory_free]
+        vram = max(free) if free else None
+    return ram, vram
+
+
+def list_models(hub: Any, client: HubClient, repo: str) -> tuple[list[GgufModel], set[str]]:
+    """A repository's GGUF models and the names of those already in the models folder."""
+    models = group_gguf(client.files(repo))
+    downloads = hub.downloads
+    have = {m.name for m in models if downloads.target_path(repo, m.first).exists()}
+    return models, have
 
 
 class HubView(QWidget):
@@ -14,6 +88,390 @@ class HubView(QWidget):
 
     def __init__(self, services: Any, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.setObjectName("HubView")
         self.services = services
+        self._client: HubClient | None = None
+        self._memory: tuple[int | None, int | None] | None = None
+        self._headers: dict[tuple[str, str], ModelInfo | None] = {}  # exact, per model
+        self._references: dict[str, tuple[GgufModel, ModelInfo] | None] = {}  # per repo
+        self._have: set[str] = set()
+        self._repo: RepoSummary | None = None
+        self._generation = 0  # a newer search or selection makes older answers stale
+        self._retry_action: Action | None = None
+        self.machine: Callable[[], tuple[int | None, int | None]] = machine_memory
+
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel("Search the Hugging Face Hub for GGUF models."))
+        layout.setContentsMargins(0, 8, 0, 0)
+        layout.setSpacing(6)
+        row = QHBoxLayout()
+        row.setSpacing(6)
+        self.search_box = QLineEdit()
+        self.search_box.setObjectName("SearchBox")
+        self.search_box.setPlaceholderText("Search GGUF models, e.g. qwen 2.5 7b")
+        self.search_box.setAccessibleName("Search the Hugging Face Hub")
+        self.search_box.setClearButtonEnabled(True)
+        self.search_box.returnPressed.connect(self._search_clicked)
+        self.search_button = QPushButton("Search")
+        self.search_button.setObjectName("PrimaryButton")
+        self.search_button.setAccessibleName("Search the Hugging Face Hub")
+        self.search_button.clicked.connect(self._search_clicked)
+        self.token_button = QPushButton("Access token")
+        self.token_button.setToolTip("An access token for gated or private repositories")
+        self.token_button.setAccessibleName("Access token for gated or private repositories")
+        self.token_button.clicked.connect(self._token_clicked)
+        row.addWidget(self.search_box, 1)
+        row.addWidget(self.search_button)
+        row.addWidget(self.token_button)
+        layout.addLayout(row)
+
+        self.status = ElidedLabel("")
+        self.status.setObjectName("DialogNote")
+        layout.addWidget(self.status)
+        self.notice = self._notice()
+        layout.addWidget(self.notice)
+        self.token = TokenPanel(services)
+        self.token.saved.connect(self._forget_client)
+        self.token.removed.connect(self._forget_client)
+        layout.addWidget(self.token)
+
+        self.stack = QStackedWidget()
+        self.empty = self._empty_state()
+        self.stack.addWidget(self.empty)
+        self.splitter = QSplitter(Qt.Orientation.Vertical)
+        self.splitter.setChildrenCollapsible(False)
+        self.repos = RepoTable()
+        self.repos.itemSelectionChanged.connect(self._repo_selected)
+        self.splitter.addWidget(self.repos)
+        self.splitter.addWidget(self._models_pane())
+        self.splitter.setSizes([200, 220])
+        self.stack.addWidget(self.splitter)
+        layout.addWidget(self.stack, 1)
+
+        self.downloads = DownloadsPanel(services)
+        self.downloads.downloaded.connect(self._on_downloaded)
+        self.downloads.changed.connect(self._download_changed)
+        self.downloads.auth_needed.connect(self._download_needs_token)
+        layout.addWidget(self.downloads)
+        self._load_pending()
+
+    # public ----------------------------------------------------------------------------------
+    def search(self, query: str) -> None:
+        """Search the hub for ``query`` (as pressing Search does)."""
+        self.search_box.setText(query)
+        self._search_clicked()
+
+    def pause_all(self) -> None:
+        """Pause every running download (call it when the window closes); parts stay."""
+        self.downloads.pause_all()
+
+    def host(self) -> str:
+        return urlparse(hub_endpoint()).netloc or hub_endpoint()
+
+    # building --------------------------------------------------------------------------------
+    def _empty_state(self) -> QWidget:
+        box = QWidget()
+        box.setObjectName("HubEmpty")
+        col = QVBoxLayout(box)
+        col.addStretch(1)
+        title = QLabel("Find models on the Hugging Face Hub")
+        title.setObjectName("EmptyTitle")
+        title.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        title.setWordWrap(True)
+        hint = QLabel(
+            "Search by name to see repositories of GGUF models, the models in each with "
+            "whether they fit this machine, and download them into your models folder. "
+            f"Nothing is sent to {self.host()} until you search."
+        )
+        hint.setObjectName("EmptyHint")
+        hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        hint.setWordWrap(True)
+        self.empty_hint = hint
+        col.addWidget(title)
+        col.addWidget(hint)
+        col.addStretch(2)
+        return box
+
+    def _notice(self) -> QFrame:
+        frame = QFrame()
+        frame.setObjectName("ErrorBox")
+        line = QHBoxLayout(frame)
+        line.setContentsMargins(10, 6, 6, 6)
+        self.notice_text = QLabel()
+        self.notice_text.setObjectName("ErrorText")
+        self.notice_text.setWordWrap(True)
+        self.notice_text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.notice_retry = QPushButton("Retry")
+        self.notice_retry.setObjectName("RetryButton")
+        self.notice_retry.setAccessibleName("Try again")
+        self.notice_retry.clicked.connect(self._retry)
+        line.addWidget(self.notice_text, 1)
+        line.addWidget(self.notice_retry, 0, Qt.AlignmentFlag.AlignTop)
+        frame.hide()
+        return frame
+
+    def _models_pane(self) -> QWidget:
+        pane = QWidget()
+        col = QVBoxLayout(pane)
+        col.setContentsMargins(0, 4, 0, 0)
+        col.setSpacing(4)
+        head = QHBoxLayout()
+        self.repo_title = ElidedLabel("Pick a repository above to see its models")
+        self.repo_title.setObjectName("HubRepoTitle")
+        font = self.repo_title.font()
+        font.setBold(True)
+        self.repo_title.setFont(font)
+        self.context = QComboBox()
+        self.context.setObjectName("HubContext")
+        for n in CONTEXTS:
+            self.context.addItem(f"{n:,} tokens", n)
+        self.context.setCurrentIndex(CONTEXTS.index(DEFAULT_CONTEXT))
+        self.context.setToolTip("The context you want to run with: the fit marks count its memory")
+        self.context.setAccessibleName("Context for the fit marks")
+        self.context.currentIndexChanged.connect(lambda _i: self._show_fits())
+        context_label = QLabel("Context")
+        context_label.setBuddy(self.context)
+        head.addWidget(self.repo_title, 1)
+        head.addWidget(context_label)
+        head.addWidget(self.context)
+        col.addLayout(head)
+        self.models = ModelTable(self._model_action)
+        self.models.itemSelectionChanged.connect(self._model_selected)
+        col.addWidget(self.models, 1)
+        return pane
+
+    # actions ---------------------------------------------------------------------------------
+    def n_ctx(self) -> int:
+        value = self.context.currentData()
+        return int(value) if value else DEFAULT_CONTEXT
+
+    def _search_clicked(self) -> None:
+        query = self.search_box.text().strip()
+        if not query:
+            self.status.setText("Type a model name to search for.")
+            return
+        self._run(lambda: self._search(query))
+
+    def _run(self, action: Action) -> None:
+        """Start ``action``; its UserError is shown in the tab with Retry (a token is asked
+        for on HubAuthError, then the action runs again)."""
+        self._generation += 1
+        self._retry_action = action
+        self.notice.hide()
+        start(self._guarded(action), name="hub-view")
+
+    async def _guarded(self, action: Action) -> None:
+        generation = self._generation
+        try:
+            await action()
+        except HubAuthError as exc:
+            if generation == self._generation:
+                self.status.setText("")
+                self.token.ask(str(exc), lambda: self._run(action))
+        except UserError as exc:
+            if generation == self._generation:
+                self.status.setText("")
+                self.notice_text.setText(str(exc))
+                self.notice.show()
+        finally:
+            if generation == self._generation:
+                self.search_button.setEnabled(True)
+
+    def _retry(self) -> None:
+        if self._retry_action is not None:
+            self._run(self._retry_action)
+
+    def _token_clicked(self) -> None:
+        if self.token.isVisible():
+            self.token.hide()
+            return
+        start(self._show_token(), name="hub-token-state")
+
+    async def _show_token(self) -> None:
+        try:
+            saved = await run_blocking(self.services.hub.has_token)
+        except UserError as exc:
+            self.token.ask(str(exc), None)
+            return
+        if saved:
+            self.token.show_saved()
+        else:
+            self.token.ask(
+                "Gated and private repositories need an access token from your Hugging Face "
+                "account.",
+                None,
+            )
+
+    def _forget_client(self) -> None:
+        """The token changed: the next call builds a client with the new one."""
+        old, self._client = self._client, None
+        if old is not None:
+            start(run_blocking(old.close), name="hub-client-close")
+
+    async def client(self) -> HubClient:
+        """The hub client with the saved token (the keyring is read on a worker thread)."""
+        if self._client is None:
+            self._client = await run_blocking(self.services.hub.client)
+        return self._client
+
+    async def _search(self, query: str) -> None:
+        generation = self._generation
+        self.search_button.setEnabled(False)
+        self.status.setText(f"Searching {self.host()} for “{query}”…")
+        client = await self.client()
+        memory = self._memory_task()
+        repos = await run_blocking(client.search, query)
+        if generation != self._generation:
+            return
+        self.stack.setCurrentWidget(self.splitter)
+        self.repos.show_repos(repos)
+        self._repo = None
+        self.models.show_models([])
+        self.repo_title.setText("Pick a repository above to see its models")
+        n = len(repos)
+        self.status.setText(
+            f"{n} repositor{'y' if n == 1 else 'ies'} with GGUF files for “{query}”"
+            if n
+            else f"No GGUF repositories match “{query}”. Try fewer or other words."
+        )
+        await memory
+
+    def _memory_task(self) -> asyncio.Future[None]:
+        async def measure() -> None:
+            if self._memory is None:
+                self._memory = await run_blocking(self.machine)
+
+        return asyncio.ensure_future(measure())
+
+    def _repo_selected(self) -> None:
+        repo = self.repos.selected_repo()
+        if repo is None or (self._repo is not None and repo.id == self._repo.id):
+            return
+        self._repo = repo
+        self._run(lambda: self._list(repo))
+
+    async def _list(self, repo: RepoSummary) -> None:
+        generation = self._generation
+        self.repo_title.setText(f"Models in {repo.id}")
+        self.models.show_models([])
+        self.status.setText(f"Listing the GGUF files of {repo.id}…")
+        client = await self.client()
+        models, have = await run_blocking(list_models, self.services.hub, client, repo.id)
+        if generation != self._generation:
+            return
+        self._have = have
+        self.models.show_models(models)
+        self.repo_title.setText(f"Models in {repo.id} ({len(models)})")
+        if not models:
+            self.status.setText(f"{repo.id} has no GGUF model files.")
+        if self._memory is None:
+            self._memory = await run_blocking(self.machine)
+        self._show_fits()
+        for model in models:
+            self._show_action(model.name)
+        if models and repo.id not in self._references:
+            start(self._reference(repo, models), name="hub-reference-header")
+
+    async def _reference(self, repo: RepoSummary, models: list[GgufModel]) -> None:
+        """One header of the repository, scaled for the others' marks (a few Range reads)."""
+        try:
+            client = await self.client()
+            found = await run_blocking(reference_header, client, repo.id, models)
+        except UserError as exc:
+            log.info("no reference header for %s: %s", repo.id, exc)
+            found = None
+        self._references[repo.id] = found
+        if self._repo is not None and self._repo.id == repo.id:
+            self._show_fits()
+
+    def _show_fits(self) -> None:
+        if self._repo is None:
+            return
+        ram, vram = self._memory or (None, None)
+        for model in self.models.models:
+            info = self._headers.get((self._repo.id, model.name)) or info_for(
+                model, self._references.get(self._repo.id)
+            )
+            self.models.set_fit(model.name, fit_of(model, self.n_ctx(), ram, vram, info))
+        if not self.models.models:
+            return
+        where = f"{size_text(ram)} free memory" if ram else "unknown free memory"
+        gpu = f", {size_text(vram)} free on the GPU" if vram else ", no GPU offload"
+        basis = f"Fit marks for {self.n_ctx():,} tokens of context, against {where}{gpu}"
+        self.status.set_texts([basis, f"Fit for {self.n_ctx():,} tokens, {where}{gpu}"])
+        self.status.setToolTip(basis + " (each mark's tooltip has its estimate)")
+
+    def _model_selected(self) -> None:
+        model = self.models.selected_model()
+        repo = self._repo
+        if model is None or repo is None or (repo.id, model.name) in self._headers:
+            return
+        start(self._refine(repo, model), name="hub-header")
+
+    async def _refine(self, repo: RepoSummary, model: GgufModel) -> None:
+        """The selected model's fit from its GGUF header (None when it cannot be read)."""
+        try:
+            client = await self.client()
+            info = await run_blocking(fetch_header_info, client, repo.id, model)
+        except UserError as exc:
+            log.info("no header for %s/%s: %s", repo.id, model.name, exc)
+            info = None
+        self._headers[(repo.id, model.name)] = info
+        if self._repo is not None and self._repo.id == repo.id:
+            self._show_fits()
+
+    def _model_action(self, model: GgufModel) -> None:
+        repo = self._repo
+        if repo is None:
+            return
+        state = self.downloads.state_of(repo.id, model.name)
+        if state == "paused":
+            download = self.downloads.downloads[(repo.id, model.name)]
+            self.downloads.toggle_pause(download)
+            return
+        self.downloads.begin(repo.id, model)
+
+    def _show_action(self, name: str) -> None:
+        repo = self._repo
+        if repo is None:
+            return
+        state = self.downloads.state_of(repo.id, name)
+        if state == "complete" or (name in self._have and state is None):
+            self.models.set_action(name, "Downloaded", False, "In your models folder")
+        elif state in ("queued", "running", "verifying"):
+            self.models.set_action(name, "Downloading", False, "See Downloads below")
+        elif state == "paused":
+            self.models.set_action(name, "Resume", True, "Resume the paused download")
+        elif state == "failed":
+            self.models.set_action(name, "Retry", True, "Try the download again")
+        else:
+            self.models.set_action(name, "Download", True, "Download into your models folder")
+
+    def _download_changed(self, repo: str, name: str) -> None:
+        if self._repo is not None and self._repo.id == repo:
+            if self.downloads.state_of(repo, name) == "complete":
+                self._have.add(name)
+            self._show_action(name)
+
+    def _on_downloaded(self, path: str) -> None:
+        self.downloaded.emit(path)
+
+    def _download_needs_token(self, retry: Callable[[], None]) -> None:
+        self.token.ask(
+            "This repository is gated or private: the hub needs an access token to download it.",
+            retry,
+        )
+
+    def _load_pending(self) -> None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        start(self._pending(), name="hub-pending")
+
+    async def _pending(self) -> None:
+        try:
+            pending = await run_blocking(self.services.hub.downloads.pending)
+        except (UserError, OSError) as exc:
+            log.warning("could not list unfinished downloads: %s", exc)
+            return
+        self.downloads.add_pending(pending)

@@ -1,0 +1,119 @@
+"""The "Find models" tab as a person sees it, light and dark, at the room it gets in the window
+at its minimum size (720×480: the tab is 429×378) and on a laptop (1280×800): the empty
+state, search results with fit marks and a download in progress, and the access-token panel.
+Each state is checked for overlapping or cut widgets and unnamed controls; with
+``SIMI_SCREENSHOT_DIR=/tmp/shots16`` the pictures are written there (else under the test's
+tmp path) as hub-*.png.
+
+``tests/helpers/fake_hub.py`` stands in for huggingface.co (a loopback server with the
+starter's real GGUF file), throttled so the download is still running when it is shot; the
+machine's memory is fixed by ``view.machine`` (a stand-in for /proc/meminfo and the GPU
+probe) so the marks read the same everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import QEvent
+from PySide6.QtWidgets import QApplication, QWidget
+
+from desktop.ui import theme
+from desktop.ui.hub_view import HubView
+from tests.helpers.fake_hub import GGUF_REPO, FakeHub, default_repos, fake_hub
+from tests.helpers.widget_checks import cut_labels, overlaps, unnamed_controls
+from tests.ui.test_hub_view import (
+    HUGE_FILE,
+    HUGE_REPO,
+    SPLIT_NAME,
+    TIMEOUT_MS,
+    HugeRepo,
+    open_repo,
+    search,
+    stop_downloads,
+)
+
+GB = 1_000_000_000
+SIZES = {"smallest": (429, 378), "laptop": (1040, 740)}
+
+
+@pytest.fixture
+def hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
+    repos = default_repos()
+    repos[HUGE_REPO] = HugeRepo(HUGE_REPO, {HUGE_FILE: b"GGUF"}, downloads=7, likes=1)
+    with fake_hub(repos) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.endpoint)
+        yield server
+        server.throttle_bps = None
+
+
+def out_dir(tmp_path: Path) -> Path:
+    out = Path(os.environ.get("SIMI_SCREENSHOT_DIR") or tmp_path)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def settle(qapp: QApplication) -> None:
+    for _ in range(5):
+        qapp.processEvents()
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    qapp.processEvents()
+
+
+def check_and_shoot(qapp: QApplication, widget: QWidget, path: Path) -> None:
+    """Light then dark: nothing overlaps or is cut, every control has a name; saved as
+    ``<path>-light.png`` and ``<path>-dark.png``."""
+    try:
+        for name, dark in (("light", False), ("dark", True)):
+            theme.install(qapp, dark=dark)
+            settle(qapp)
+            assert overlaps(widget) == [], name
+            assert cut_labels(widget) == [], name
+            assert unnamed_controls(widget) == [], name
+            target = path.with_name(f"{path.name}-{name}.png")
+            assert widget.grab().save(str(target))
+            assert target.stat().st_size > 5_000, f"{target} looks empty"
+    finally:
+        theme.install(qapp, dark=False)
+        settle(qapp)
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_the_find_models_tab_holds_and_is_shot(
+    size: str, services: Any, hub: FakeHub, qtbot: Any, qloop: Any, qapp: Any, tmp_path: Path
+) -> None:
+    out = out_dir(tmp_path)
+    view = HubView(services)
+    view.machine = lambda: (16 * GB, None)
+    qtbot.addWidget(view)
+    view.resize(*SIZES[size])
+    view.show()
+    qtbot.waitExposed(view)
+    try:
+        check_and_shoot(qapp, view, out / f"hub-empty-{size}")
+
+        search(view, qtbot)
+        open_repo(view, qtbot, GGUF_REPO)
+        hub.throttle_bps = 150_000  # still running when shot
+        view.models.buttons[SPLIT_NAME].click()
+        qtbot.waitUntil(
+            lambda: (
+                view.downloads.state_of(GGUF_REPO, SPLIT_NAME) == "running"
+                and view.downloads.rows[(GGUF_REPO, SPLIT_NAME)].bar.value() > 30
+            ),
+            timeout=TIMEOUT_MS,
+        )
+        assert view.models.fit_text(SPLIT_NAME) == "Fits in memory"
+        check_and_shoot(qapp, view, out / f"hub-results-downloading-{size}")
+
+        view.token.ask(
+            "This repository is gated or private: the hub needs an access token to download it.",
+            None,
+        )
+        check_and_shoot(qapp, view, out / f"hub-token-{size}")
+    finally:
+        stop_downloads(view)

@@ -1,0 +1,386 @@
+"""The "Find models" tab as a person uses it, against a fake Hugging Face Hub.
+
+``tests/helpers/fake_hub.py`` stands in for huggingface.co (``HF_ENDPOINT`` points at it): a
+loopback HTTP server speaking the hub's documented API, serving the starter model's real GGUF
+file, with knobs to throttle, cut a connection, and gate a repository behind a token. The
+download machinery, the keyring (gnome-keyring on a private D-Bus) and the models folder are
+the real ones. The machine's free memory is fixed by ``view.machine`` (a stand-in for
+/proc/meminfo and the GPU probe) so the fit marks do not depend on the test machine.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+
+from desktop.hub.client import TOKEN_REF
+from desktop.hub.service import HubService
+from desktop.ui.hub_view import HubView
+from tests.helpers.fake_hub import (
+    GATED_REPO,
+    GGUF_REPO,
+    OTHER_REPO,
+    SPLIT_PARTS,
+    FakeHub,
+    FakeRepo,
+    default_repos,
+    fake_hub,
+)
+
+TIMEOUT_MS = 30_000
+GB = 1_000_000_000
+HUGE_REPO = "giants/Enormous-405B-GGUF"
+HUGE_FILE = "Enormous-405B-Q8_0.gguf"
+SPLIT_NAME = "Big-Model-Q8_0"
+
+
+class HugeRepo(FakeRepo):
+    """A repository whose one file the hub lists at 430 GB (its bytes are never fetched)."""
+
+    def tree(self) -> list[dict[str, Any]]:
+        entries = super().tree()
+        for entry in entries:
+            if entry["path"] == HUGE_FILE:
+                entry["size"] = 430 * GB
+                entry["lfs"]["size"] = 430 * GB
+        return entries
+
+
+@pytest.fixture
+def hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
+    repos = default_repos()
+    repos[HUGE_REPO] = HugeRepo(HUGE_REPO, {HUGE_FILE: b"GGUF"}, downloads=7, likes=1)
+    with fake_hub(repos) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.endpoint)
+        yield server
+
+
+def make_view(services: Any, qtbot: Any) -> HubView:
+    view = HubView(services)
+    view.machine = lambda: (16 * GB, None)  # 16 GB free, no GPU offload
+    qtbot.addWidget(view)
+    view.resize(1040, 740)
+    view.show()
+    qtbot.waitExposed(view)
+    return view
+
+
+@pytest.fixture
+def view(services: Any, hub: FakeHub, qtbot: Any, qloop: Any) -> Iterator[HubView]:
+    made = make_view(services, qtbot)
+    yield made
+    stop_downloads(made)
+    # A cancelled response's remaining bytes fit in loopback socket buffers: unthrottled, the
+    # fake hub's sender finishes at once instead of holding its shutdown for seconds.
+    hub.throttle_bps = None
+
+
+def stop_downloads(view: HubView) -> None:
+    """Pause what still runs and wait until its thread has let go of the part (a paused
+    download's thread waits for Resume; it writes nothing meanwhile)."""
+    view.pause_all()
+    deadline = time.monotonic() + 10
+    for download in view.downloads.downloads.values():
+        handle = download.handle
+        while handle is not None and time.monotonic() < deadline:
+            if handle.progress.state in ("paused", "complete", "failed", "cancelled"):
+                break
+            time.sleep(0.02)
+
+
+def search(view: HubView, qtbot: Any, query: str = "gguf") -> None:
+    view.search_box.setText(query)
+    qtbot.keyClick(view.search_box, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: view.repos.rowCount() > 0, timeout=TIMEOUT_MS)
+
+
+def open_repo(view: HubView, qtbot: Any, repo: str) -> None:
+    row = [r.id for r in view.repos.repos].index(repo)
+    view.repos.selectRow(row)
+    qtbot.waitUntil(lambda: view.models.rowCount() > 0, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: "…" not in view.models.fit_text(view.models.models[0].name))
+
+
+def download(view: HubView, qtbot: Any, name: str) -> None:
+    button = view.models.buttons[name]
+    assert button.text() == "Download" and button.isEnabled()
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: (view._repo.id, name) in view.downloads.rows, timeout=TIMEOUT_MS)
+
+
+def state(view: HubView, repo: str, name: str) -> str | None:
+    return view.downloads.state_of(repo, name)
+
+
+def row(view: HubView, repo: str, name: str) -> Any:
+    return view.downloads.rows[(repo, name)]
+
+
+def parts_of(services: Any, repo: str) -> list[Path]:
+    folder = Path(services.paths.models_dir)
+    return [p for p in folder.rglob("*") if ".part" in p.name and repo.split("/")[1] in str(p)]
+
+
+def test_nothing_reaches_the_hub_before_search_and_the_empty_state_says_so(
+    view: HubView, hub: FakeHub, qtbot: Any
+) -> None:
+    qtbot.wait(300)  # the tab has had time to do whatever it does on its own
+    assert hub.requests == []
+    host = hub.endpoint.removeprefix("http://")
+    assert view.stack.currentWidget() is view.empty
+    assert f"Nothing is sent to {host} until you search" in view.empty_hint.text()
+    search(view, qtbot, "smollm2")
+    assert [r.path for r in hub.requests] == ["/api/models"]
+    assert hub.requests[0].query["search"] == "smollm2"
+    assert hub.requests[0].query["filter"] == "gguf"
+
+
+def test_search_lists_the_repositories_with_their_figures(view: HubView, qtbot: Any) -> None:
+    search(view, qtbot)
+    ids = [r.id for r in view.repos.repos]
+    assert ids[:3] == [OTHER_REPO, GGUF_REPO, GATED_REPO]  # most downloaded first
+    other = ids.index(OTHER_REPO)
+    assert view.repos.item(other, 2).text() == "99,999"
+    assert view.repos.item(other, 3).text() == "1,000"
+    assert view.repos.item(other, 4).text() == "mit"
+    assert view.repos.item(other, 5).text().endswith("ago")
+    assert view.repos.item(ids.index(GGUF_REPO), 4).text() == "apache-2.0"
+    gated = view.repos.item(ids.index(GATED_REPO), 0)
+    assert gated.data(Qt.ItemDataRole.UserRole + 1) == "Gated"
+    assert "access token" in gated.toolTip()
+    assert view.repos.item(other, 0).data(Qt.ItemDataRole.UserRole + 1) is None
+    assert "4 repositories" in view.status.text()
+
+
+def test_a_search_with_no_results_says_so(view: HubView, qtbot: Any) -> None:
+    view.search("no-such-model-anywhere")
+    qtbot.waitUntil(lambda: "No GGUF repositories match" in view.status.text())
+    assert view.repos.rowCount() == 0
+
+
+def test_a_repository_lists_its_models_grouped_with_fit_marks(
+    view: HubView, hub: FakeHub, qtbot: Any
+) -> None:
+    search(view, qtbot)
+    open_repo(view, qtbot, GGUF_REPO)
+    names = [m.name for m in view.models.models]
+    assert SPLIT_NAME in names  # the two split parts are one model
+    assert len(names) == 2  # the mmproj projector and the README are not offered
+    split = view.models.row_of(SPLIT_NAME)
+    assert "2 parts" in view.models.item(split, 0).text()
+    assert view.models.item(split, 1).text() == "Q8_0"
+    assert view.models.fit_text(SPLIT_NAME) == "Fits in memory"
+    fit_item = view.models.item(split, 3)
+    assert "16.0 GB" in fit_item.toolTip() and "context 4,096" in fit_item.toolTip()
+    view.context.setCurrentIndex(view.context.findData(32768))
+    assert "context 32,768" in view.models.item(split, 3).toolTip()
+
+    view.repos.selectRow([r.id for r in view.repos.repos].index(HUGE_REPO))
+    qtbot.waitUntil(lambda: view.models.fit_text("Enormous-405B-Q8_0") == "Too large")
+    assert view.models.item(0, 2).text() == "430 GB"
+
+
+def test_fit_marks_come_from_a_gguf_header_read_with_range_requests(
+    view: HubView, hub: FakeHub, qtbot: Any
+) -> None:
+    search(view, qtbot)
+    open_repo(view, qtbot, GGUF_REPO)
+    starter = next(m for m in view.models.models if m.name != SPLIT_NAME)
+    at = view.models.row_of(starter.name)
+    qtbot.waitUntil(  # one header read for the repository, scaled for the other models
+        lambda: all(
+            "estimate from file size" not in view.models.item(r, 3).toolTip()
+            for r in range(view.models.rowCount())
+        ),
+        timeout=TIMEOUT_MS,
+    )
+    ranged = [r.path for r in hub.requests if "range" in r.headers]
+    assert any(p.endswith(starter.first.path) for p in ranged)
+    assert view.models.fit_text(starter.name) == "Fits in memory"
+    assert "context 4,096" in view.models.item(at, 3).toolTip()
+    view.models.selectRow(view.models.row_of(SPLIT_NAME))  # its own header, when readable
+    qtbot.waitUntil(
+        lambda: any(r.path.endswith(SPLIT_PARTS[0]) for r in hub.requests if "range" in r.headers),
+        timeout=TIMEOUT_MS,
+    )
+
+
+def test_a_download_shows_its_progress_then_lands_in_the_models_folder(
+    view: HubView, hub: FakeHub, services: Any, qtbot: Any
+) -> None:
+    search(view, qtbot)
+    open_repo(view, qtbot, GGUF_REPO)
+    starter = next(m for m in view.models.models if m.name != SPLIT_NAME)
+    hub.throttle_bps = starter.size / 3  # about three seconds
+    seen: list[str] = []
+    view.downloaded.connect(seen.append)
+    download(view, qtbot, starter.name)
+    shown = row(view, GGUF_REPO, starter.name)
+    qtbot.waitUntil(lambda: 0 < shown.bar.value() < 1000, timeout=TIMEOUT_MS)
+    text = shown.status.text()
+    assert " of 98." in text or " of " in text
+    assert view.models.buttons[starter.name].text() == "Downloading"
+    assert not view.models.buttons[starter.name].isEnabled()
+    qtbot.waitUntil(lambda: bool(seen), timeout=TIMEOUT_MS)
+    path = Path(seen[0])
+    assert path.is_file() and path.stat().st_size == starter.size
+    assert Path(services.paths.models_dir) in path.parents
+    assert state(view, GGUF_REPO, starter.name) == "complete"
+    assert shown.status.text().startswith("Downloaded")
+    assert view.models.buttons[starter.name].text() == "Downloaded"
+    assert parts_of(services, GGUF_REPO) == []
+
+
+def test_pause_keeps_the_part_and_resume_finishes_it(
+    view: HubView, hub: FakeHub, services: Any, qtbot: Any
+) -> None:
+    search(view, qtbot)
+    open_repo(view, qtbot, GGUF_REPO)
+    hub.throttle_bps = 300_000
+    download(view, qtbot, SPLIT_NAME)
+    shown = row(view, GGUF_REPO, SPLIT_NAME)
+    qtbot.waitUntil(lambda: shown.bar.value() > 50, timeout=TIMEOUT_MS)
+    assert shown.pause.text() == "Pause"
+    qtbot.mouseClick(shown.pause, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: state(view, GGUF_REPO, SPLIT_NAME) == "paused", timeout=TIMEOUT_MS)
+    assert shown.status.text().startswith("Paused")
+    assert shown.pause.text() == "Resume"
+    assert parts_of(services, GGUF_REPO)  # the bytes so far stay on disk
+    qtbot.wait(300)
+    assert state(view, GGUF_REPO, SPLIT_NAME) == "paused"
+    hub.throttle_bps = None
+    qtbot.mouseClick(shown.pause, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: state(view, GGUF_REPO, SPLIT_NAME) == "complete", timeout=TIMEOUT_MS)
+    assert view.models.buttons[SPLIT_NAME].text() == "Downloaded"
+
+
+def test_cancel_asks_then_deletes_the_part(
+    view: HubView, hub: FakeHub, services: Any, qtbot: Any
+) -> None:
+    search(view, qtbot)
+    open_repo(view, qtbot, GGUF_REPO)
+    hub.throttle_bps = 200_000
+    download(view, qtbot, SPLIT_NAME)
+    shown = row(view, GGUF_REPO, SPLIT_NAME)
+    qtbot.waitUntil(lambda: shown.bar.value() > 20, timeout=TIMEOUT_MS)
+    asked: list[str] = []
+    view.downloads.confirm_cancel = lambda name: asked.append(name) or False  # "No"
+    qtbot.mouseClick(shown.cancel, Qt.MouseButton.LeftButton)
+    assert asked == [SPLIT_NAME]
+    assert state(view, GGUF_REPO, SPLIT_NAME) in ("running", "queued")
+    view.downloads.confirm_cancel = lambda name: True  # "Yes"
+    qtbot.mouseClick(shown.cancel, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: state(view, GGUF_REPO, SPLIT_NAME) == "cancelled", timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: parts_of(services, GGUF_REPO) == [], timeout=TIMEOUT_MS)
+    assert view.models.buttons[SPLIT_NAME].text() == "Download"
+
+
+def test_a_cut_connection_resumes_from_the_bytes_on_disk(
+    view: HubView, hub: FakeHub, qtbot: Any
+) -> None:
+    search(view, qtbot)
+    open_repo(view, qtbot, GGUF_REPO)
+    starter = next(m for m in view.models.models if m.name != SPLIT_NAME)
+    hub.cut_after = starter.size // 2
+    download(view, qtbot, starter.name)
+    shown = row(view, GGUF_REPO, starter.name)
+    qtbot.waitUntil(
+        lambda: state(view, GGUF_REPO, starter.name) in ("failed", "complete"),
+        timeout=TIMEOUT_MS,
+    )
+    if state(view, GGUF_REPO, starter.name) == "failed":  # the downloader left it to us
+        assert shown.retry.isVisible()
+        assert "cut" in shown.status.text() or "connection" in shown.status.text()
+        qtbot.mouseClick(shown.retry, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: state(view, GGUF_REPO, starter.name) == "complete", timeout=TIMEOUT_MS)
+    resumed = [
+        r.headers.get("range", "")
+        for r in hub.file_requests(starter.first.path)
+        if r.headers.get("range", "").startswith("bytes=") and r.headers["range"] != "bytes=0-"
+    ]
+    assert any(int(h.removeprefix("bytes=").split("-")[0]) > 0 for h in resumed)
+
+
+def test_a_gated_repository_asks_for_a_token_and_downloads_once_it_is_saved(
+    view: HubView, hub: FakeHub, services: Any, qtbot: Any
+) -> None:
+    search(view, qtbot)
+    open_repo(view, qtbot, GATED_REPO)
+    name = view.models.models[0].name
+    download(view, qtbot, name)
+    qtbot.waitUntil(lambda: view.token.isVisible(), timeout=TIMEOUT_MS)
+    assert "gated or private" in view.token.reason.text()
+    assert "huggingface.co/settings/tokens" in view.token.where.text()
+    assert view.token.field.echoMode() == view.token.field.EchoMode.Password
+    assert state(view, GATED_REPO, name) == "failed"
+    view.token.field.setText(hub.token or "")
+    qtbot.mouseClick(view.token.save, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: state(view, GATED_REPO, name) == "complete", timeout=TIMEOUT_MS)
+    assert view.token.saved_label.isVisible() and view.token.remove.isVisible()
+    assert hub.token not in view.token.saved_label.text()
+    assert not view.token.field.isVisible()
+    assert services.secrets.get(TOKEN_REF) == hub.token
+    sent = [r.headers.get("authorization") for r in hub.file_requests()]
+    assert f"Bearer {hub.token}" in sent
+
+
+def test_hub_errors_are_shown_in_the_tab_with_retry(
+    view: HubView, hub: FakeHub, qtbot: Any
+) -> None:
+    hub.fail_next = [(503, b'{"error": "Service Unavailable"}')]
+    view.search("smollm2")
+    qtbot.waitUntil(lambda: view.notice.isVisible(), timeout=TIMEOUT_MS)
+    assert "503" in view.notice_text.text()
+    qtbot.mouseClick(view.notice_retry, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: view.repos.rowCount() > 0, timeout=TIMEOUT_MS)
+    assert not view.notice.isVisible()
+
+
+def test_an_unreachable_hub_is_said_in_words(
+    services: Any, qtbot: Any, qloop: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens there
+    view = make_view(services, qtbot)
+    view.search("qwen")
+    qtbot.waitUntil(lambda: view.notice.isVisible(), timeout=TIMEOUT_MS)
+    assert "Cannot reach the hub" in view.notice_text.text()
+    assert view.search_button.isEnabled()
+
+
+def test_a_download_left_unfinished_last_time_is_listed_paused_and_resumes(
+    services: Any, hub: FakeHub, qtbot: Any, qloop: Any
+) -> None:
+    first = make_view(services, qtbot)
+    search(first, qtbot)
+    open_repo(first, qtbot, GGUF_REPO)
+    hub.throttle_bps = 300_000
+    download(first, qtbot, SPLIT_NAME)
+    shown = row(first, GGUF_REPO, SPLIT_NAME)
+    qtbot.waitUntil(lambda: shown.bar.value() > 50, timeout=TIMEOUT_MS)
+    first.pause_all()  # the window closes
+    qtbot.waitUntil(lambda: state(first, GGUF_REPO, SPLIT_NAME) == "paused", timeout=TIMEOUT_MS)
+    stop_downloads(first)
+    first.close()
+
+    hub.throttle_bps = None
+    # The next start of the app: a fresh HubService (its downloader knows only the disk) on
+    # the same folders and keyring; the view needs nothing else of Services.
+    restarted = SimpleNamespace(hub=HubService(services.paths, services.secrets))
+    again = make_view(restarted, qtbot)
+    qtbot.waitUntil(lambda: (GGUF_REPO, SPLIT_NAME) in again.downloads.rows, timeout=TIMEOUT_MS)
+    listed = row(again, GGUF_REPO, SPLIT_NAME)
+    assert listed.status.text().startswith("Paused")
+    assert listed.pause.text() == "Resume"
+    assert listed.bar.value() > 0
+    seen: list[str] = []
+    again.downloaded.connect(seen.append)
+    qtbot.mouseClick(listed.pause, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: bool(seen), timeout=TIMEOUT_MS)
+    assert Path(seen[0]).name == Path(SPLIT_PARTS[0]).name
+    stop_downloads(again)
