@@ -198,6 +198,10 @@ class HubClient:
 
     def _status_error(self, response: httpx.Response, what: str) -> HubError:
         status = response.status_code
+        code = response.headers.get("x-error-code", "")
+        if code in ("RepoNotFound", "RevisionNotFound", "EntryNotFound") or status == 404:
+            hint = "" if self._token else " (or it is private: add an access token)"
+            return HubNotFound(f"The hub has no {what} ({status}): check the name{hint}.")
         if status in (401, 403):
             if self._token:
                 return HubAuthError(
@@ -208,8 +212,6 @@ class HubClient:
                 "This repository is gated or private: accept its terms on huggingface.co, "
                 "then add an access token (Models → Find models → Access token)."
             )
-        if status == 404:
-            return HubNotFound(f"The hub has no {what} (404): check the name.")
         if status == 429:
             return HubUnavailable(
                 f"The hub at {_host(self.endpoint)} asks to slow down (429): wait a minute and "

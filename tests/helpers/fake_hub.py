@@ -18,8 +18,9 @@ same real file behind a gate (listing is public, as on the hub; the files answer
 Knobs (set them on the ``FakeHub`` at any time): ``cut_after`` (close the connection after N
 body bytes of the next file response, once), ``corrupt`` (paths whose served bytes have one
 byte flipped), ``throttle_bps`` (bytes per second for file bodies), ``ignore_range`` (answer
-200 with the whole file to a Range request), ``fail_next`` (canned ``(status, body)`` replies
-for the next API requests). ``requests`` records every request (method, path, query, headers).
+200 with the whole file to a Range request), ``fail_next`` (canned ``(status, body)`` or
+``(status, body, headers)`` replies for the next API requests). ``requests`` records every
+request (method, path, query, headers).
 """
 
 from __future__ import annotations
@@ -186,7 +187,7 @@ class FakeHub:
         self.ignore_range = False
         self.redirect_lfs = True
         self.tree_page_size: int | None = None
-        self.fail_next: list[tuple[int, bytes]] = []
+        self.fail_next: list[tuple[Any, ...]] = []
         self.requests: list[Request] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -232,7 +233,7 @@ class FakeHub:
             n, self.cut_after = self.cut_after, None
             return n
 
-    def take_failure(self) -> tuple[int, bytes] | None:
+    def take_failure(self) -> tuple[Any, ...] | None:
         with self._lock:
             return self.fail_next.pop(0) if self.fail_next else None
 
@@ -261,7 +262,8 @@ class _Handler(BaseHTTPRequestHandler):
             if path.startswith("/api/"):
                 failure = self.fake.take_failure()
                 if failure is not None:
-                    self._send(failure[0], failure[1], "application/json")
+                    extra = failure[2] if len(failure) > 2 else None
+                    self._send(failure[0], failure[1], "application/json", extra)
                     return
                 self._api(path, query)
             elif path.startswith("/cdn/"):

@@ -136,3 +136,14 @@ def test_nothing_listening_is_unavailable() -> None:
     with client, pytest.raises(HubUnavailable) as err:
         client.search("x")
     assert "Cannot reach the hub at 127.0.0.1" in str(err.value)
+
+
+def test_the_hubs_repo_not_found_401_is_not_found(hub: FakeHub) -> None:
+    """The real hub answers 401 with X-Error-Code: RepoNotFound for a repository that does not
+    exist (or is private) when no token is sent; the canned reply stands in for it."""
+    hub.fail_next.append(
+        (401, b'{"error": "Repository Not Found"}', {"X-Error-Code": "RepoNotFound"})
+    )
+    with HubClient() as client, pytest.raises(HubNotFound) as err:
+        client.files("nobody/typo")
+    assert "check the name" in str(err.value) and "private" in str(err.value)
