@@ -197,6 +197,58 @@ class WorkerClient:
         async with self._busy:
             await asyncio.to_thread(self.shutdown)
 
+    async def prestart(self) -> bool:
+        """Start the worker process (it imports llama.cpp at low priority) without loading a
+        model, unless it runs or a request holds it. True when this call started it."""
+        if self.alive or self._busy.locked():
+            return False
+        async with self._busy:
+            if self.alive:
+                return False
+            self._forget()
+            self._start()
+            return True
+
+    async def load(self, params: LoadParams) -> None:
+        """Load the model of ``params`` without a request, so the next one starts at once.
+        Raises ``LocalModelError`` (or ``ModelFileError``) as a request would."""
+        async with self._busy:
+            if self.alive and self.params == params and self.state == "ready":
+                return
+            loop = asyncio.get_running_loop()
+            queue: asyncio.Queue[Any] = asyncio.Queue()
+            with self._sink_lock:
+                self._sink = (loop, queue)
+            try:
+                if not self.alive:
+                    self._forget()
+                    self._start()
+                generation = self._generation
+                self._set_state("loading", params.model_path)
+                assert self._conn is not None
+                self._conn.send(("load", params))
+                self.params = params
+                while True:
+                    item = await queue.get()
+                    if item[0] != generation:
+                        continue
+                    if item[1] == "state":
+                        self._set_state(item[3], item[4])
+                        if item[3] == "ready":
+                            return
+                    elif item[1] == "error":
+                        self.params = None
+                        self._set_state("error", item[4])
+                        raise _rebuild_error(item[3], item[4], item[5])
+                    elif item[1] == "died":
+                        self._forget()
+                        self._set_state("error", "worker stopped")
+                        raise LocalModelError(_death_message(item[3], False))
+            finally:
+                with self._sink_lock:
+                    self._sink = None
+                self.last_used = time.monotonic()
+
     @property
     def busy(self) -> bool:
         """A request holds the worker; the next one waits for it."""

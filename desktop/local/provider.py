@@ -324,6 +324,32 @@ class LocalRuntime:
             with contextlib.suppress(ValueError):
                 self._waiters.remove(waiter)
 
+    async def prestart(self) -> bool:
+        """Start the first worker ahead of need (process + llama.cpp import, no model), so a
+        first reply skips that. Nothing when it runs or answers. True when it started one."""
+        if self.worker in self._held:
+            return False
+        return await self.worker.prestart()
+
+    async def load(self, params: LoadParams) -> bool:
+        """Load ``params``'s model ahead of a request (the composer got focus; the Models
+        page's Load) in an idle worker, the way a request would take one, or a new one when it
+        fits. False when every worker is busy and none fits (nothing is loaded: a request would
+        wait). Raises ``ModelFileError`` / ``LocalModelError`` like a request."""
+        self._cancel_idle_timer()
+        worker: WorkerClient | None = None
+        try:
+            info = await self.check_model_file(params.model_path)
+            worker = self._take_idle(params) or await self._start_another(info, params)
+            if worker is None:
+                return False
+            await worker.load(params)
+            return True
+        finally:
+            if worker is not None:
+                self._release(worker)
+            self._request_finished(worker)
+
     def cancel_all(self) -> None:
         for worker in list(self.workers):
             worker.cancel()

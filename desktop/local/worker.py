@@ -23,6 +23,7 @@ during prefill (installed by the engine for the prefill only; see ``LocalEngine.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -101,7 +102,7 @@ def _serve(conn: Any, raw_flag: Any, send: Any, raw_threads: Any = None) -> None
     from desktop.local.engine import LocalEngine
     from desktop.local.loading import capture_llama_logs
 
-    capture_llama_logs()
+    _import_llama_quietly(capture_llama_logs)
     flag = SharedFlag(raw_flag)
     engine = LocalEngine()
     engine.thread_budget = raw_threads
@@ -119,7 +120,7 @@ def _serve(conn: Any, raw_flag: Any, send: Any, raw_threads: Any = None) -> None
             params = message[1]
             try:
                 send("state", "loading", os.path.basename(params.model_path))
-                engine.ensure_loaded(params)
+                engine.preload(params)
                 send("state", "ready", "")
             except UserError as exc:
                 send("error", None, exc.kind, exc.user_message, _extra(exc))
@@ -147,6 +148,28 @@ def _serve(conn: Any, raw_flag: Any, send: Any, raw_threads: Any = None) -> None
                 flag.clear()
                 send("state", "ready" if engine.loaded is not None else "unloaded", "")
     engine.unload()
+
+
+def _import_llama_quietly(capture_llama_logs: Any) -> None:
+    """Import llama.cpp (~0.4 s of CPU) on a thread at low priority, so a worker started ahead
+    of need (``WorkerClient.prestart``) does not slow the window or a reply. On Linux the nice
+    value is per thread, and llama.cpp's compute threads, created later by this (main) thread,
+    keep its normal priority."""
+    done: list[BaseException] = []
+
+    def run() -> None:
+        with contextlib.suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+        try:
+            capture_llama_logs()
+        except BaseException as exc:  # re-raised on the main thread
+            done.append(exc)
+
+    thread = threading.Thread(target=run, name="simi-llama-import")
+    thread.start()
+    thread.join()
+    if done:
+        raise done[0]
 
 
 # Text after the first token is sent in batches at most this often: the window paints at
