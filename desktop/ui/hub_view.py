@@ -6,9 +6,11 @@ from ``HF_ENDPOINT``). Every hub call runs on a worker thread (``run_blocking``)
 search or selection supersedes an older one still on its way. Errors are shown in the tab
 with their finished text and Retry; a gated or private repository opens the access-token
 panel (``hub_token.py``), and the failed action runs again once a token is saved. Fit marks
-come from ``desktop.hub.files.fit_of`` with the available RAM and the GPU's free memory, for
-the context picked beside the models (4,096 by default); the selected model's mark is refined
-from its GGUF header, read with Range requests. Downloads are ``hub_downloads.py``'s.
+come from ``desktop.hub.files.fit_of`` with the available RAM (MemAvailable) and the GPU's
+free memory, for the context picked beside the models (4,096 by default): first from the file
+sizes, then from one GGUF header per repository scaled for the other quantizations
+(``reference_header``), and for the selected model from its own header (all read with Range
+requests). Downloads are ``hub_downloads.py``'s.
 
 The window must call ``pause_all()`` when it closes: running downloads pause and keep their
 part, listed as "Paused · Resume" at the next start.

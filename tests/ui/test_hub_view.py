@@ -235,6 +235,12 @@ def test_a_download_shows_its_progress_then_lands_in_the_models_folder(
     assert shown.status.text().startswith("Downloaded")
     assert view.models.buttons[starter.name].text() == "Downloaded"
     assert parts_of(services, GGUF_REPO) == []
+    later = make_view(services, qtbot)  # another session sees it in the models folder
+    search(later, qtbot)
+    open_repo(later, qtbot, GGUF_REPO)
+    assert later.models.buttons[starter.name].text() == "Downloaded"
+    assert not later.models.buttons[starter.name].isEnabled()
+    assert later.models.buttons[SPLIT_NAME].text() == "Download"
 
 
 def test_pause_keeps_the_part_and_resume_finishes_it(
@@ -384,3 +390,25 @@ def test_a_download_left_unfinished_last_time_is_listed_paused_and_resumes(
     qtbot.waitUntil(lambda: bool(seen), timeout=TIMEOUT_MS)
     assert Path(seen[0]).name == Path(SPLIT_PARTS[0]).name
     stop_downloads(again)
+
+
+def test_a_corrupted_download_is_caught_by_the_checksum_and_retried(
+    view: HubView, hub: FakeHub, services: Any, qtbot: Any
+) -> None:
+    search(view, qtbot)
+    open_repo(view, qtbot, GGUF_REPO)
+    hub.corrupt = {SPLIT_PARTS[1]}
+    seen: list[str] = []
+    view.downloaded.connect(seen.append)
+    download(view, qtbot, SPLIT_NAME)
+    shown = row(view, GGUF_REPO, SPLIT_NAME)
+    qtbot.waitUntil(lambda: state(view, GGUF_REPO, SPLIT_NAME) == "failed", timeout=TIMEOUT_MS)
+    assert "checksum" in shown.status.text().lower() or "sha256" in shown.status.text().lower()
+    assert shown.retry.isVisible() and not shown.pause.isVisible()
+    assert view.models.buttons[SPLIT_NAME].text() == "Retry"
+    assert seen == []
+    assert not (Path(services.paths.models_dir) / GGUF_REPO / Path(SPLIT_PARTS[1]).name).exists()
+    hub.corrupt = set()
+    qtbot.mouseClick(shown.retry, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: bool(seen), timeout=TIMEOUT_MS)
+    assert state(view, GGUF_REPO, SPLIT_NAME) == "complete"
