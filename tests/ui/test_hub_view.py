@@ -334,6 +334,9 @@ def test_a_gated_repository_asks_for_a_token_and_downloads_once_it_is_saved(
     assert services.secrets.get(TOKEN_REF) == hub.token
     sent = [r.headers.get("authorization") for r in hub.file_requests()]
     assert f"Bearer {hub.token}" in sent
+    qtbot.mouseClick(view.token.remove, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not view.token.isVisible(), timeout=TIMEOUT_MS)
+    assert services.secrets.get(TOKEN_REF) is None
 
 
 def test_hub_errors_are_shown_in_the_tab_with_retry(
@@ -412,3 +415,26 @@ def test_a_corrupted_download_is_caught_by_the_checksum_and_retried(
     qtbot.mouseClick(shown.retry, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: bool(seen), timeout=TIMEOUT_MS)
     assert state(view, GGUF_REPO, SPLIT_NAME) == "complete"
+
+
+def test_a_full_disk_is_said_before_anything_is_fetched(
+    view: HubView, hub: FakeHub, services: Any, qtbot: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``shutil.disk_usage`` reporting 1 MB free stands in for a full disk."""
+    import shutil
+
+    import desktop.hub.transfer as transfer
+
+    search(view, qtbot)
+    open_repo(view, qtbot, GGUF_REPO)
+    monkeypatch.setattr(
+        transfer.shutil,
+        "disk_usage",
+        lambda _p: shutil._ntuple_diskusage(10**12, 10**12 - 10**6, 10**6),
+    )
+    download(view, qtbot, SPLIT_NAME)
+    shown = row(view, GGUF_REPO, SPLIT_NAME)
+    qtbot.waitUntil(lambda: state(view, GGUF_REPO, SPLIT_NAME) == "failed", timeout=TIMEOUT_MS)
+    assert "Not enough disk space" in shown.status.text() or "disk" in shown.status.toolTip()
+    assert shown.retry.isVisible()
+    assert hub.file_requests(SPLIT_PARTS[1]) == []  # (header reads touch only first parts)
