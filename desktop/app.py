@@ -135,6 +135,7 @@ def run_app(argv: list[str] | None = None) -> int:
     from desktop.ui.loop import GuiThreadGarbageCollector, drain, new_loop
     from desktop.ui.main_window import MainWindow
     from desktop.ui.resources import app_icon
+    from desktop.ui.warm_local import LocalWarmer
 
     app = QApplication.instance() or QApplication(list(argv) if argv is not None else sys.argv)
     assert isinstance(app, QApplication)
@@ -157,6 +158,7 @@ def run_app(argv: list[str] | None = None) -> int:
     collector = GuiThreadGarbageCollector(app)
     CrashReporter().install(loop)
     window = MainWindow(services)
+    LocalWarmer(services, window).install(app)  # the worker at first paint, the model on focus
     closed: asyncio.Future[None] = loop.create_future()
 
     def on_closed() -> None:

@@ -173,6 +173,8 @@ class WorkerClient:
             self._flag.value = 1
         with contextlib.suppress(Exception):
             self._conn.send(("shutdown",))
+        if self.params is None:  # no model (started ahead, maybe still importing): no wait
+            timeout = min(timeout, 0.5)
         process.join(timeout=timeout)
         if process.is_alive():
             process.kill()

@@ -16,6 +16,7 @@ from PySide6.QtCore import QEvent, QSize, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import (
     QApplication,
+    QCheckBox,
     QDialog,
     QDialogButtonBox,
     QFrame,
@@ -48,6 +49,7 @@ from desktop.ui.agent_form import row, say
 from desktop.ui.async_door import run_blocking, start
 from desktop.ui.elided_label import ElidedLabel
 from desktop.ui.settings_parts import PathLabel, choice_box, group_box, note, same_widths
+from desktop.ui.warm_local import PREF_KEEP_READY, keep_ready
 
 PREF_FOOTER = "ui.stats_footer"
 FOOTER_CHOICES = (
@@ -212,6 +214,14 @@ class SettingsDialog(QDialog):
         )
         self.idle_unload.setToolTip("Free a local model's memory when it has not been used")
         form.addRow("Unload when idle", self.idle_unload)
+        self.keep_ready = QCheckBox("Keep local models ready")
+        self.keep_ready.setChecked(keep_ready(self._prefs))
+        self.keep_ready.setToolTip(
+            "Start llama.cpp when the window opens and load an agent's model when you click "
+            "in its message box, so the first reply starts at once (never when the model "
+            "would not fit in memory)"
+        )
+        form.addRow("", self.keep_ready)
         n_ctx = new_local_n_ctx(self._prefs) or 0
         self.new_n_ctx = choice_box(
             "Context for new agents",
@@ -413,6 +423,7 @@ class SettingsDialog(QDialog):
                 PREF_TEXT_SIZE: self.text_size.currentData(),
                 PREF_FOOTER: self.footer.currentData(),
                 PREF_IDLE_UNLOAD_MIN: self.idle_unload.currentData(),
+                PREF_KEEP_READY: self.keep_ready.isChecked(),
                 PREF_NEW_LOCAL_N_CTX: self.new_n_ctx.currentData(),
                 PREF_NEW_LOCAL_MAX_TOKENS: self.new_max_tokens.currentData(),
             }
