@@ -26,10 +26,13 @@ from PySide6.QtWidgets import QMenu, QMessageBox, QPushButton, QWidget
 
 from desktop.errors import UserError
 from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
-from desktop.local.catalog import ModelEntry
+from desktop.local.catalog import ModelCatalog, ModelEntry
 from desktop.local.context_size import available_ram
 from desktop.local.memory import format_bytes
+from desktop.ui.agent_editor import AgentEditorDialog
+from desktop.ui.agent_local import attach_memory_estimate, attach_model_picker
 from desktop.ui.async_door import run_blocking, start
+from desktop.ui.memory_estimate import MemoryEstimateView
 from desktop.ui.models_facts import (
     agents_using,
     load_params_for_file,
@@ -90,6 +93,7 @@ class ModelActions(QObject):
         self._ram = ram
         self._gpu = gpu
         self.task: asyncio.Task[Any] | None = None  # the running Load/Unload/New agent step
+        self.editor: AgentEditorDialog | None = None  # the last editor New agent opened
         self.new_agent_button = QPushButton("New agent from this model")
         self.load_button = QPushButton("Load")
         self.unload_button = QPushButton("Unload")
@@ -178,13 +182,8 @@ class ModelActions(QObject):
         offload, vram = self._gpu()
         return new_agent_for(entry, taken, self._ram(), offload, vram)
 
-    def open_editor(self, agent: Any) -> Any:
+    def open_editor(self, agent: Any) -> AgentEditorDialog:
         """The agent editor on ``agent`` (not stored yet); a saved one is announced."""
-        from desktop.local.catalog import ModelCatalog
-        from desktop.ui.agent_editor import AgentEditorDialog
-        from desktop.ui.agent_local import attach_memory_estimate, attach_model_picker
-        from desktop.ui.memory_estimate import MemoryEstimateView
-
         services = self._services
         dialog = AgentEditorDialog(services.agents, services.secrets, agent, self._parent)
         dialog.setWindowTitle("New agent")

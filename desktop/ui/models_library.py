@@ -56,7 +56,7 @@ class _MiddleElide(QStyledItemDelegate):
         self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
     ) -> None:
         super().initStyleOption(option, index)
-        option.textElideMode = Qt.TextElideMode.ElideMiddle  # type: ignore[attr-defined]
+        option.textElideMode = Qt.TextElideMode.ElideMiddle
 
 
 class LibraryTable(QTableWidget):
@@ -151,7 +151,9 @@ class LibraryTable(QTableWidget):
         if row < 0:
             return False
         self.selectRow(row)
-        self.scrollToItem(self.item(row, 0))
+        item = self.item(row, 0)
+        if item is not None:
+            self.scrollToItem(item)
         return True
 
     # widths ----------------------------------------------------------------------------------

@@ -116,11 +116,11 @@ class ModelsPage(QTabWidget):
         self.table.customContextMenuRequested.connect(self._context_menu)
         layout.addWidget(self.table, 1)
 
-        self.actions = ModelActions(self._services, self, self.selected_entry)
-        self.actions.said.connect(self._say)
-        self.actions.deleted.connect(lambda _p: self.refresh())
-        self.actions.agent_created.connect(self._agent_created)
-        layout.addWidget(_flow(*self.actions.buttons))
+        self.model_actions = ModelActions(self._services, self, self.selected_entry)
+        self.model_actions.said.connect(self._say)
+        self.model_actions.deleted.connect(lambda _p: self.refresh())
+        self.model_actions.agent_created.connect(self._agent_created)
+        layout.addWidget(_flow(*self.model_actions.buttons))
         self.details = QLabel("Select a model to see what its file says.")
         self.details.setObjectName("ModelsDetails")
         self.details.setWordWrap(True)
@@ -276,7 +276,7 @@ class ModelsPage(QTabWidget):
 
     def _selection_changed(self) -> None:
         entry = self.selected_entry()
-        self.actions.update_for(entry)
+        self.model_actions.update_for(entry)
         if entry is None:
             self.details.setText("Select a model to see what its file says.")
             return
@@ -288,7 +288,7 @@ class ModelsPage(QTabWidget):
         if row < 0:
             return
         self.table.selectRow(row)
-        self.actions.menu(self).popup(self.table.viewport().mapToGlobal(pos))
+        self.model_actions.menu(self).popup(self.table.viewport().mapToGlobal(pos))
 
     def _say(self, text: str) -> None:
         self.message.setText(text)
@@ -331,7 +331,7 @@ class ModelsPage(QTabWidget):
         runtime = self._services.local
         for row, entry in enumerate(self.table.entries):
             self.table.set_state(row, runtime.state_of(entry.path))
-        self.actions.update_for(self.selected_entry())
+        self.model_actions.update_for(self.selected_entry())
 
 
 def _flow(*widgets: QWidget) -> QWidget:

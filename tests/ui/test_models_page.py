@@ -155,7 +155,7 @@ def test_a_finished_download_shows_in_the_library_selected(page, services, qtbot
 
 def test_the_context_menu_offers_the_same_actions(page) -> None:
     page.select(gguf_files.starter())
-    menu = page.actions.menu(page)
+    menu = page.model_actions.menu(page)
     texts = [(a.text(), a.isEnabled()) for a in menu.actions()]
     assert texts == [
         ("New agent from this model", True),
@@ -171,11 +171,11 @@ def test_new_agent_from_the_starter_fills_the_editor_to_fit(page, services, qtbo
     info = read_model_info(gguf_files.starter())
     page.select(gguf_files.starter())
     # what the machine has stands in for the probes: plenty of RAM, a GPU with room
-    page.actions._ram = lambda: 16 * GiB
-    page.actions._gpu = lambda: (True, 8 * GiB)
-    page.actions.new_agent_button.click()
-    qtbot.waitUntil(lambda: getattr(page.actions, "editor", None) is not None, timeout=WAIT_MS)
-    dialog = page.actions.editor
+    page.model_actions._ram = lambda: 16 * GiB
+    page.model_actions._gpu = lambda: (True, 8 * GiB)
+    page.model_actions.new_agent_button.click()
+    qtbot.waitUntil(lambda: page.model_actions.editor is not None, timeout=WAIT_MS)
+    dialog = page.model_actions.editor
     assert dialog.current_kind == "local"
     assert dialog.model_path.text() == str(gguf_files.starter())
     assert dialog.n_ctx.text() == str(automatic_n_ctx(info, 16 * GiB)) == "8192"
@@ -192,12 +192,12 @@ def test_new_agent_from_the_starter_fills_the_editor_to_fit(page, services, qtbo
     assert "Created the agent" in page.message.text()
 
     # little RAM and a GPU without room: a smaller context, no layers offloaded, a new name
-    page.actions.editor = None
-    page.actions._ram = lambda: 200 * 1024**2
-    page.actions._gpu = lambda: (True, 1024**2)
-    page.actions.new_agent_button.click()
-    qtbot.waitUntil(lambda: page.actions.editor is not None, timeout=WAIT_MS)
-    second = page.actions.editor
+    page.model_actions.editor = None
+    page.model_actions._ram = lambda: 200 * 1024**2
+    page.model_actions._gpu = lambda: (True, 1024**2)
+    page.model_actions.new_agent_button.click()
+    qtbot.waitUntil(lambda: page.model_actions.editor is not None, timeout=WAIT_MS)
+    second = page.model_actions.editor
     assert second.n_ctx.text() == str(automatic_n_ctx(info, 200 * 1024**2))
     assert int(second.n_ctx.text()) < 8192
     assert second.n_gpu_layers.text() == "0"
@@ -209,7 +209,7 @@ def test_open_folder_opens_the_files_folder(page, monkeypatch, tmp_path, qtbot) 
     opened: list[QUrl] = []
     monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: opened.append(url) or True)
     page.select(gguf_files.starter())
-    page.actions.open_button.click()
+    page.model_actions.open_button.click()
     assert [u.toLocalFile() for u in opened] == [str(gguf_files.starter().parent)]
 
 
@@ -222,9 +222,9 @@ def test_delete_is_never_offered_for_the_starter_or_a_linked_file(
     _linked(page, qtbot, folder)
     for path in (gguf_files.starter(), linked):
         assert page.select(path)
-        assert not page.actions.delete_button.isEnabled()
-        assert "downloaded" in page.actions.delete_button.toolTip()
-        assert page.actions.delete() is None  # nothing asked, nothing removed
+        assert not page.model_actions.delete_button.isEnabled()
+        assert "downloaded" in page.model_actions.delete_button.toolTip()
+        assert page.model_actions.delete() is None  # nothing asked, nothing removed
     assert linked.exists() and gguf_files.starter().exists()
 
 
@@ -242,7 +242,7 @@ def test_a_downloaded_file_is_deleted_after_confirming(page, services, qtbot, mo
     services.agents.create(Agent(name="Tiny talker", kind="local", model_path=str(target)))
     _rescan(page, qtbot)
     assert page.select(target)
-    assert page.actions.delete_button.isEnabled()
+    assert page.model_actions.delete_button.isEnabled()
     asked: list[str] = []
     answer = [QMessageBox.StandardButton.Cancel]
 
@@ -251,14 +251,14 @@ def test_a_downloaded_file_is_deleted_after_confirming(page, services, qtbot, mo
         return answer[0]
 
     monkeypatch.setattr(QMessageBox, "question", question)
-    page.actions.delete_button.click()  # Cancel: nothing happens
+    page.model_actions.delete_button.click()  # Cancel: nothing happens
     assert target.exists() and page.row_of(target) >= 0
     assert "tiny-Q4_1.gguf" in asked[0] and format_bytes(size) in asked[0]
     assert "Tiny talker" in asked[0]
 
     answer[0] = QMessageBox.StandardButton.Yes
     with qtbot.waitSignal(page.refreshed, timeout=WAIT_MS):
-        page.actions.delete_button.click()
+        page.model_actions.delete_button.click()
     assert not target.exists() and not manifest.is_downloaded(target)
     assert page.row_of(target) == -1
     assert "Deleted tiny-Q4_1.gguf" in page.message.text()
@@ -371,21 +371,28 @@ def test_load_then_unload_the_starter_from_the_page(page, services, qtbot) -> No
     starter = services.agents.by_name(STARTER)
     services.agents.update(starter.with_changes(n_ctx=512))
     page.select(gguf_files.starter())
-    assert page.actions.load_button.isEnabled() and not page.actions.unload_button.isEnabled()
+    actions = page.model_actions
+    assert actions.load_button.isEnabled() and not actions.unload_button.isEnabled()
     seen: list[str] = []
     page.model_state_changed.connect(lambda state, _d: seen.append(state))
-    page.actions.load_button.click()
+    page.model_actions.load_button.click()
     qtbot.waitUntil(lambda: page.cell_text(0, "State") == "Loaded", timeout=60_000)
-    qtbot.waitUntil(lambda: page.actions.unload_button.isEnabled(), timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: page.model_actions.unload_button.isEnabled(), timeout=WAIT_MS)
     assert "loading" in seen
     loaded = services.local.loaded_params
     assert loaded is not None and loaded.model_path == str(gguf_files.starter())
     assert loaded.n_ctx == 512  # the agent's context, not a default
     assert f"with {STARTER}'s settings" in page.message.text()
-    assert not page.actions.load_button.isEnabled()
+    assert not page.model_actions.load_button.isEnabled()
 
-    page.actions.unload_button.click()
-    qtbot.waitUntil(lambda: page.cell_text(0, "State") == "Not loaded", timeout=WAIT_MS)
+    page.model_actions.unload_button.click()
+    # the message comes when the unload returns, the state from the worker's thread
+    qtbot.waitUntil(
+        lambda: (
+            "memory is free" in page.message.text() and page.cell_text(0, "State") == "Not loaded"
+        ),
+        timeout=WAIT_MS,
+    )
     assert services.local.state == "unloaded" and services.local.loaded_params is None
     assert "No model loaded" in page.state_label.text()
-    assert "memory is free" in page.message.text()
+    assert actions.load_button.isEnabled() and not actions.unload_button.isEnabled()
