@@ -42,6 +42,10 @@ class Usage:
     reasoning_tokens: int | None = None
     source: TokenSource = "reported"
     cost_usd: float | None = None
+    # Where a local call's cached tokens came from: the KV cache it found ("context"), the
+    # worker's prompt-state cache ("memory", another conversation's state restored), or a
+    # system-prompt state saved on disk ("saved"). None: not local, or nothing cached.
+    cache_source: Literal["context", "memory", "saved"] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +72,7 @@ class Timing:
     reused: bool | None = None
     worker_start_ms: float | None = None
     reported_by: Literal["llama.cpp", "server"] | None = None
+    cache_restore_ms: float | None = None  # restoring a memory-cached or saved prompt state
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from desktop.local.catalog import InfoCache, ModelFileError, ModelInfo
 from desktop.local.client import ModelState, WorkerClient
 from desktop.local.loading import LoadParams
 from desktop.local.memory import MemoryEstimate
+from desktop.local.prompt_cache import CacheSizes
 
 
 class Cancellable(Protocol):
@@ -349,6 +350,23 @@ class LocalRuntime:
             if worker is not None:
                 self._release(worker)
             self._request_finished(worker)
+
+    # prompt-state caches (desktop.local.prompt_cache) ------------------------------------------
+    async def cache_sizes(self) -> CacheSizes:
+        """What the memory caches of the running workers and the saved states take."""
+        raise NotImplementedError
+
+    async def clear_caches(self) -> None:
+        """Empty every worker's memory cache and delete the saved states."""
+        raise NotImplementedError
+
+    def set_cache_budgets(self, memory_mb: int, saved_mb: int) -> None:
+        """Settings' budgets (MB; 0 turns a cache off), applied from the next request on."""
+        raise NotImplementedError
+
+    def forget_saved_states(self, owner: str) -> int:
+        """Delete the saved states of an agent (its id); the number of files removed."""
+        raise NotImplementedError
 
     def cancel_all(self) -> None:
         for worker in list(self.workers):
