@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QFrame,
     QGridLayout,
@@ -42,7 +43,7 @@ from desktop.ui.hub_format import percent, progress_texts
 log = logging.getLogger("simi.ui.hub")
 
 ACTIVE = ("queued", "running", "verifying")
-ROWS_SHOWN = 2  # the strip grows to this many rows, then scrolls
+ROWS_SHOWN = 2  # the strip grows to this many rows, then scrolls (one in a short window)
 
 
 @dataclass
@@ -113,6 +114,12 @@ class DownloadRow(QFrame):
         for widget in (self.pause, self.retry, self.cancel, self.dismiss):
             line.addWidget(widget)
         grid.addLayout(line, 1, 0, 1, 2)
+        self.error = QLabel()  # a failure's whole text, wrapped under the bar
+        self.error.setObjectName("FieldError")
+        self.error.setWordWrap(True)
+        self.error.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error.hide()
+        grid.addWidget(self.error, 2, 0, 1, 2)
         self.show_progress(download.progress)
 
     def _button(self, text: str, action: Callable[[Download], None]) -> QPushButton:
@@ -125,13 +132,12 @@ class DownloadRow(QFrame):
     def show_progress(self, p: DownloadProgress) -> None:
         self.bar.setValue(1000 if p.state == "complete" else percent(p))
         self.bar.setVisible(p.state not in ("complete", "cancelled"))
-        texts = progress_texts(p)
+        failed = p.state == "failed"
+        texts = ["Failed"] if failed else progress_texts(p)
         self.status.set_texts(texts)
         self.status.setToolTip(texts[0])
-        failed = p.state == "failed"
-        self.status.setObjectName("FieldError" if failed else "HubDownloadStatus")
-        self.status.style().unpolish(self.status)
-        self.status.style().polish(self.status)
+        self.error.setText(p.error or "The download failed." if failed else "")
+        self.error.setVisible(failed)
         paused = p.state == "paused"
         self.pause.setVisible(p.state in ("running", "queued") or paused)
         self.pause.setText("Resume" if paused else "Pause")
@@ -157,6 +163,7 @@ class DownloadsPanel(QFrame):
         self._services = services
         self.downloads: dict[tuple[str, str], Download] = {}
         self.rows: dict[tuple[str, str], DownloadRow] = {}
+        self.rows_shown = ROWS_SHOWN
         self._bridge = ProgressBridge(self)
         self._bridge.arrived.connect(self._on_progress)
         # Replaced by tests: asks whether to cancel (True = cancel it).
@@ -218,6 +225,12 @@ class DownloadsPanel(QFrame):
         for download in self.downloads.values():
             if download.handle is not None and download.progress.state in ACTIVE:
                 download.handle.pause()
+
+    def set_rows_shown(self, n: int) -> None:
+        """How many rows the strip shows before it scrolls (the view says, by its height)."""
+        if n != self.rows_shown:
+            self.rows_shown = n
+            self._fit_height()
 
     def active(self) -> list[Download]:
         return [d for d in self.downloads.values() if d.progress.state in ACTIVE]
@@ -320,6 +333,8 @@ class DownloadsPanel(QFrame):
         row = self.rows.get(download.key)
         if row is not None:
             row.show_progress(p)
+            if changed:
+                self._fit_height()
         if changed:
             self.changed.emit(download.repo, download.model.name)
 
@@ -341,5 +356,15 @@ class DownloadsPanel(QFrame):
         if not rows:
             self.hide()
             return
-        each = max(r.sizeHint().height() for r in rows)
-        self.scroll.setFixedHeight(each * min(len(rows), ROWS_SHOWN) + 2)
+        width = max(self.scroll.viewport().width(), 200)
+        heights = sorted(
+            (r.heightForWidth(width) if r.hasHeightForWidth() else r.sizeHint().height())
+            for r in rows
+        )
+        wanted = sum(heights[-self.rows_shown :]) + 2
+        self.scroll.setMaximumHeight(wanted)  # a short window may squeeze it to one row
+        self.scroll.setMinimumHeight(min(wanted, heights[0] + 2))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fit_height()

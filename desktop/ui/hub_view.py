@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QFrame,
@@ -32,6 +33,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QScrollArea,
     QSplitter,
     QStackedWidget,
     QVBoxLayout,
@@ -125,6 +127,20 @@ class HubView(QWidget):
         row.addWidget(self.search_button)
         row.addWidget(self.token_button)
         layout.addLayout(row)
+        # Below the search row everything scrolls as one when the window is too short for it
+        # (the smallest window with the token panel open): nothing is squeezed or clipped.
+        self.body = QScrollArea()
+        self.body.setObjectName("HubBody")
+        self.body.setWidgetResizable(True)
+        self.body.setFrameShape(QFrame.Shape.NoFrame)
+        self.body.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        inner = QWidget()
+        inner.setObjectName("HubBodyInner")
+        outer, layout = layout, QVBoxLayout(inner)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(6)
+        self.body.setWidget(inner)
+        outer.addWidget(self.body, 1)
 
         self.status = ElidedLabel("")
         self.status.setObjectName("DialogNote")
@@ -165,6 +181,10 @@ class HubView(QWidget):
     def pause_all(self) -> None:
         """Pause every running download (call it when the window closes); parts stay."""
         self.downloads.pause_all()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.downloads.set_rows_shown(1 if self.height() < 520 else 2)
 
     def host(self) -> str:
         return urlparse(hub_endpoint()).netloc or hub_endpoint()
