@@ -105,7 +105,7 @@ class HubView(QWidget):
         self.machine: Callable[[], tuple[int | None, int | None]] = machine_memory
 
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 8, 0, 0)
+        layout.setContentsMargins(6, 8, 6, 6)
         layout.setSpacing(6)
         row = QHBoxLayout()
         row.setSpacing(6)

@@ -117,3 +117,34 @@ def test_the_find_models_tab_holds_and_is_shot(
         check_and_shoot(qapp, view, out / f"hub-token-{size}")
     finally:
         stop_downloads(view)
+
+
+def test_the_tab_in_the_smallest_window_keeps_the_window_at_its_minimum(
+    services: Any, hub: FakeHub, make_window: Any, qtbot: Any, qapp: Any, tmp_path: Path
+) -> None:
+    """The real window at 720×480 with the Models page's "Find models" tab: results, a
+    running download and then the token panel, and the window is still 720×480."""
+    window = make_window(services)
+    window.resize(720, 480)
+    window.show_page("models")
+    view = window.models_page.hub_view
+    window.models_page.setCurrentWidget(view)
+    view.machine = lambda: (16 * GB, None)
+    settle(qapp)
+    try:
+        search(view, qtbot)
+        open_repo(view, qtbot, GGUF_REPO)
+        hub.throttle_bps = 150_000
+        view.models.buttons[SPLIT_NAME].click()
+        qtbot.waitUntil(
+            lambda: view.downloads.state_of(GGUF_REPO, SPLIT_NAME) == "running",
+            timeout=TIMEOUT_MS,
+        )
+        check_and_shoot(qapp, window, out_dir(tmp_path) / "hub-window-720x480")
+        assert (window.width(), window.height()) == (720, 480)
+        view.token.ask("This repository is gated or private.", None)
+        settle(qapp)
+        assert overlaps(window) == [] and cut_labels(window) == []
+        assert (window.width(), window.height()) == (720, 480)
+    finally:
+        stop_downloads(view)
