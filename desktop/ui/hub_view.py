@@ -111,7 +111,7 @@ class HubView(QWidget):
         row.setSpacing(6)
         self.search_box = QLineEdit()
         self.search_box.setObjectName("SearchBox")
-        self.search_box.setPlaceholderText("Search GGUF models, e.g. qwen 2.5 7b")
+        self.search_box.setPlaceholderText("Search models, e.g. qwen 2.5")
         self.search_box.setAccessibleName("Search the Hugging Face Hub")
         self.search_box.setClearButtonEnabled(True)
         self.search_box.returnPressed.connect(self._search_clicked)
