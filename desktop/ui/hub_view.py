@@ -46,7 +46,6 @@ from desktop.hub.files import (
     GgufModel,
     fetch_header_info,
     fit_of,
-    group_gguf,
     info_for,
     reference_header,
 )
@@ -57,34 +56,13 @@ from desktop.ui.hub_downloads import DownloadsPanel
 from desktop.ui.hub_format import size_text
 from desktop.ui.hub_tables import ModelTable, RepoTable
 from desktop.ui.hub_token import TokenPanel
+from desktop.ui.hub_work import list_models, machine_memory
 
 log = logging.getLogger("simi.ui.hub")
 
 CONTEXTS = (2048, 4096, 8192, 16384, 32768, 65536, 131072)
 DEFAULT_CONTEXT = 4096
 Action = Callable[[], Coroutine[Any, Any, None]]
-
-
-def machine_memory() -> tuple[int | None, int | None]:
-    """(available RAM, free memory of the largest-free GPU the build can offload to)."""
-    from desktop.local.context_size import available_ram
-    from desktop.local.gpu import detect
-
-    ram = available_ram()
-    gpu = detect()
-    vram = None
-    if gpu.gpu_offload:
-        free = [d.memory_free for d in gpu.devices if d.kind != "CPU" and d.memory_free]
-        vram = max(free) if free else None
-    return ram, vram
-
-
-def list_models(hub: Any, client: HubClient, repo: str) -> tuple[list[GgufModel], set[str]]:
-    """A repository's GGUF models and the names of those already in the models folder."""
-    models = group_gguf(client.files(repo))
-    downloads = hub.downloads
-    have = {m.name for m in models if downloads.target_path(repo, m.first).exists()}
-    return models, have
 
 
 class HubView(QWidget):

@@ -439,3 +439,28 @@ def test_a_full_disk_is_said_before_anything_is_fetched(
     assert "Not enough disk space" in shown.error.text() and shown.error.isVisible()
     assert shown.retry.isVisible()
     assert hub.file_requests(SPLIT_PARTS[1]) == []  # (header reads touch only first parts)
+
+
+def test_figures_read_as_words() -> None:
+    """Dates relative to now, sizes as the hub shows them, a download's line and its
+    shorter forms for a narrow row."""
+    from datetime import UTC, datetime
+
+    from desktop.hub.downloads import DownloadProgress
+    from desktop.ui.hub_format import count_text, progress_texts, relative_time, size_text
+
+    now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    assert relative_time("2026-11-28T12:00:00.000Z", now) == "3 days ago"
+    assert relative_time("2026-12-01T11:59:30Z", now) == "just now"
+    assert relative_time("2024-06-01T08:00:00.000Z", now) == "2 years ago"
+    assert relative_time(None, now) == relative_time("not a date", now) == "—"
+    assert size_text(4.9e9) == "4.9 GB" and size_text(812e6) == "812 MB"
+    assert count_text(99_999) == "99,999" and count_text(1_234_567) == "1.2M"
+    running = DownloadProgress("o/r", "m", int(1.2e9), int(4.9e9), "running", 12.3e6, 300.0)
+    assert progress_texts(running) == [
+        "1.2 GB of 4.9 GB · 12.3 MB/s · 5 min left",
+        "1.2 GB of 4.9 GB · 5 min left",
+        "24% · 5 min left",
+    ]
+    paused = DownloadProgress("o/r", "m", int(1.2e9), int(4.9e9), "paused")
+    assert progress_texts(paused) == ["Paused · 1.2 GB of 4.9 GB"]
