@@ -12,8 +12,9 @@ sizes, then from one GGUF header per repository scaled for the other quantizatio
 (``reference_header``), and for the selected model from its own header (all read with Range
 requests). Downloads are ``hub_downloads.py``'s.
 
-The window must call ``pause_all()`` when it closes: running downloads pause and keep their
-part, listed as "Paused · Resume" at the next start.
+Closing the window pauses every running download (the view watches its window's Close event;
+``pause_all()`` does the same for a caller): the parts stay, listed as paused with Resume at
+the next start.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 from urllib.parse import urlparse
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QResizeEvent
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtGui import QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QFrame,
@@ -148,6 +149,7 @@ class HubView(QWidget):
         self.downloads.changed.connect(self._download_changed)
         self.downloads.auth_needed.connect(self._download_needs_token)
         layout.addWidget(self.downloads)
+        self._watched: QWidget | None = None  # the window whose closing pauses the downloads
         self._load_pending()
 
     # public ----------------------------------------------------------------------------------
@@ -159,6 +161,20 @@ class HubView(QWidget):
     def pause_all(self) -> None:
         """Pause every running download (call it when the window closes); parts stay."""
         self.downloads.pause_all()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        window = self.window()
+        if window is not self and window is not self._watched:
+            if self._watched is not None:
+                self._watched.removeEventFilter(self)
+            window.installEventFilter(self)
+            self._watched = window
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self._watched and event.type() == QEvent.Type.Close:
+            self.pause_all()  # the parts stay; the next start lists them with Resume
+        return False
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)

@@ -123,7 +123,8 @@ def test_the_tab_in_the_smallest_window_keeps_the_window_at_its_minimum(
     services: Any, hub: FakeHub, make_window: Any, qtbot: Any, qapp: Any, tmp_path: Path
 ) -> None:
     """The real window at 720×480 with the Models page's "Find models" tab: results, a
-    running download and then the token panel, and the window is still 720×480."""
+    running download and then the token panel, and the window is still 720×480; closing it
+    pauses the download."""
     window = make_window(services)
     window.resize(720, 480)
     window.show_page("models")
@@ -146,5 +147,10 @@ def test_the_tab_in_the_smallest_window_keeps_the_window_at_its_minimum(
         settle(qapp)
         assert overlaps(window) == [] and cut_labels(window) == []
         assert (window.width(), window.height()) == (720, 480)
+        window.close()  # closing the window pauses the download; its part stays
+        qtbot.waitUntil(
+            lambda: view.downloads.state_of(GGUF_REPO, SPLIT_NAME) == "paused",
+            timeout=TIMEOUT_MS,
+        )
     finally:
         stop_downloads(view)
