@@ -55,6 +55,7 @@ from desktop.ui.async_door import run_blocking, start
 from desktop.ui.elided_label import ElidedLabel
 from desktop.ui.hub_downloads import DownloadsPanel
 from desktop.ui.hub_format import size_text
+from desktop.ui.hub_parts import EmptyState, Notice
 from desktop.ui.hub_tables import ModelTable, RepoTable
 from desktop.ui.hub_token import TokenPanel
 from desktop.ui.hub_work import list_models, machine_memory
@@ -124,7 +125,8 @@ class HubView(QWidget):
         self.status = ElidedLabel("")
         self.status.setObjectName("DialogNote")
         layout.addWidget(self.status)
-        self.notice = self._notice()
+        self.notice = Notice(self._retry)
+        self.notice_text, self.notice_retry = self.notice.text, self.notice.retry
         layout.addWidget(self.notice)
         self.token = TokenPanel(services)
         self.token.saved.connect(self._forget_client)
@@ -132,7 +134,8 @@ class HubView(QWidget):
         layout.addWidget(self.token)
 
         self.stack = QStackedWidget()
-        self.empty = self._empty_state()
+        self.empty = EmptyState(self.host())
+        self.empty_hint = self.empty.hint
         self.stack.addWidget(self.empty)
         self.splitter = QSplitter(Qt.Orientation.Vertical)
         self.splitter.setChildrenCollapsible(False)
@@ -184,47 +187,6 @@ class HubView(QWidget):
         return urlparse(hub_endpoint()).netloc or hub_endpoint()
 
     # building --------------------------------------------------------------------------------
-    def _empty_state(self) -> QWidget:
-        box = QWidget()
-        box.setObjectName("HubEmpty")
-        col = QVBoxLayout(box)
-        col.addStretch(1)
-        title = QLabel("Find models on the Hugging Face Hub")
-        title.setObjectName("EmptyTitle")
-        title.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        title.setWordWrap(True)
-        hint = QLabel(
-            "Search by name to see repositories of GGUF models, the models in each with "
-            "whether they fit this machine, and download them into your models folder. "
-            f"Nothing is sent to {self.host()} until you search."
-        )
-        hint.setObjectName("EmptyHint")
-        hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        hint.setWordWrap(True)
-        self.empty_hint = hint
-        col.addWidget(title)
-        col.addWidget(hint)
-        col.addStretch(2)
-        return box
-
-    def _notice(self) -> QFrame:
-        frame = QFrame()
-        frame.setObjectName("ErrorBox")
-        line = QHBoxLayout(frame)
-        line.setContentsMargins(10, 6, 6, 6)
-        self.notice_text = QLabel()
-        self.notice_text.setObjectName("ErrorText")
-        self.notice_text.setWordWrap(True)
-        self.notice_text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.notice_retry = QPushButton("Retry")
-        self.notice_retry.setObjectName("RetryButton")
-        self.notice_retry.setAccessibleName("Try again")
-        self.notice_retry.clicked.connect(self._retry)
-        line.addWidget(self.notice_text, 1)
-        line.addWidget(self.notice_retry, 0, Qt.AlignmentFlag.AlignTop)
-        frame.hide()
-        return frame
-
     def _models_pane(self) -> QWidget:
         pane = QWidget()
         col = QVBoxLayout(pane)
