@@ -106,6 +106,41 @@ def tokens_text(row: dict[str, Any], counted_note: bool = False) -> str:
     return text
 
 
+# Where a local call's cached prompt tokens came from (inference_stats.cache_source)
+CACHE_SOURCE_WORDS = {
+    "context": "already in the model's context",
+    "memory": "restored from the memory cache",
+    "saved": "from the saved system prompt (disk)",
+}
+
+
+def _short_ms(ms: float) -> str:
+    if ms < 1:
+        return f"{ms:.1f} ms"
+    return f"{round(ms)} ms" if ms < 1000 else f"{ms / 1000:.2f} s"
+
+
+def cache_words(row: dict[str, Any]) -> str:
+    """Where the cached tokens came from and how long restoring them took: "restored from the
+    memory cache in 41 ms", "from the saved system prompt (disk) in 12 ms", "already in the
+    model's context"; "" when the row does not say (not local, nothing cached, an old row)."""
+    words = CACHE_SOURCE_WORDS.get(str(row.get("cache_source") or ""), "")
+    restore = row.get("cache_restore_ms")
+    if words and restore is not None and row.get("cache_source") != "context":
+        words += f" in {_short_ms(float(restore))}"
+    return words
+
+
+def cache_text(row: dict[str, Any]) -> str:
+    """ "Cached 2,950 of 3,010 prompt tokens — restored from the memory cache in 41 ms"; ""
+    when nothing was cached or the row does not say where from."""
+    cached, prompt, words = row.get("cached_tokens"), row.get("prompt_tokens"), cache_words(row)
+    if not cached or not words:
+        return ""
+    of = f" of {_num(prompt)}" if prompt is not None else ""
+    return f"Cached {_num(cached)}{of} prompt tokens — {words}"
+
+
 def _figures(row: dict[str, Any], counted_note: bool = False, compact: bool = False) -> list[str]:
     """The figures of a call as parts of a line; ``compact`` leaves out the cached tokens and
     an unknown cost (the tooltip and the timeline have them)."""
@@ -187,7 +222,8 @@ def stats_tooltip_text(
     row: dict[str, Any] | None, agent: str | None = None, model: str | None = None
 ) -> str:
     """The footer's tooltip: who answered with the full model name, the whole line (nothing
-    elided, counted tokens marked), then every field of the record."""
+    elided, counted tokens marked), where its cached tokens came from, then every field of
+    the record."""
     if not row:
         return ""
     who = " · ".join(p for p in (agent, _model_of(row, model)) if p)
@@ -195,4 +231,7 @@ def stats_tooltip_text(
     figures = " · ".join(_figures(row, counted_note=True))
     if figures:
         head.append(figures)
+    cache = cache_text(row)
+    if cache:
+        head.append(cache)
     return "\n".join([*head, "", stats_details(row)]) if head else stats_details(row)

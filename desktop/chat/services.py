@@ -14,6 +14,12 @@ from desktop.chat.price_book import PriceBook
 from desktop.chat.providers import ProviderFactory
 from desktop.chat.session import ChatService
 from desktop.hub.service import HubService
+from desktop.local.prompt_cache import (
+    DEFAULT_PROMPT_CACHE_MB,
+    DEFAULT_SAVED_STATES_MB,
+    PREF_PROMPT_CACHE_MB,
+    PREF_SAVED_STATES_MB,
+)
 from desktop.local.provider import LocalRuntime
 from desktop.settings.paths import AppPaths
 from desktop.settings.prefs import Preferences
@@ -38,6 +44,22 @@ def idle_unload_seconds(prefs: Preferences) -> float | None:
     except (TypeError, ValueError):
         return None
     return minutes * 60 if minutes > 0 else None
+
+
+def cache_budgets(prefs: Preferences) -> tuple[int, int]:
+    """Settings' prompt-state cache budgets in MB: (memory per loaded model, saved system
+    prompts on disk); 0 turns one off; a value that is not a number is the default."""
+
+    def mb(key: str, default: int) -> int:
+        try:
+            return max(0, int(prefs.get(key, default)))
+        except (TypeError, ValueError):
+            return default
+
+    return (
+        mb(PREF_PROMPT_CACHE_MB, DEFAULT_PROMPT_CACHE_MB),
+        mb(PREF_SAVED_STATES_MB, DEFAULT_SAVED_STATES_MB),
+    )
 
 
 def setup_logging(paths: AppPaths, level: int = logging.INFO) -> None:

@@ -222,6 +222,8 @@ class StatsClock:
             "load_ms": _round(timing.load_ms),
             "prompt_tokens": prompt,
             "cached_tokens": self.usage.cached_tokens,
+            "cache_source": self.usage.cache_source,
+            "cache_restore_ms": _round(timing.cache_restore_ms),
             "prompt_eval_tokens": timing.prompt_eval_tokens,
             "output_tokens": output,
             "reasoning_tokens": self.usage.reasoning_tokens,

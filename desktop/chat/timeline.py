@@ -2,9 +2,11 @@
 the segments, markers and facts the reply timeline panel shows. Qt-free.
 
 All times are on the client's axis, in ms from Send (the row's definition). A local call reads
-queued → starting the worker → loading the model → prefill (llama.cpp's counters) → other →
-first token → decode → done; a remote one connect (TCP) / TLS (or "reused connection") →
-waiting for the answer to begin (headers) → waiting for the first token → streaming → done.
+queued → starting the worker → loading the model → restoring the prompt cache (a memory-cached
+or saved state; the facts say where the cached tokens came from) → prefill (llama.cpp's
+counters) → other → first token → decode → done; a remote one connect (TCP) / TLS (or "reused
+connection") → waiting for the answer to begin (headers) → waiting for the first token →
+streaming → done.
 Where a server reports its own prefill and decode (``timing_source`` 'server') they are drawn
 in a second lane inside the client's span, and the rest of that span is "network and queue".
 A missing figure draws nothing and is said to be missing; a negative gap is drawn as nothing.

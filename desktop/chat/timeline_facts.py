@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from desktop.chat.format import cost_text
+from desktop.chat.format import cache_text, cost_text
 from desktop.chat.kinds import find_kind, kind_label
 from desktop.chat.pricing import is_hosted_api
 
@@ -258,6 +258,28 @@ def _token_facts(row: dict[str, Any], split: TokenSplit, provider: str) -> list[
     return [prompt, output]
 
 
+def _cache_fact(row: dict[str, Any], split: TokenSplit) -> Fact:
+    """A local call: where its cached prompt tokens came from, and restoring them."""
+    description = (
+        "Prompt tokens llama.cpp did not have to read again, and where their evaluated state "
+        "came from: the model's context (this conversation, just before), the memory cache "
+        "(a conversation's state kept when you went to another one) or a long system "
+        "prompt's state saved on disk (kept across restarts); and how long putting it back "
+        "took."
+    )
+    text = cache_text(row)
+    if text:
+        return Fact("cache", "Prompt cache", text, True, description)
+    if split.prompt is None:
+        return Fact("cache", "Prompt cache", _missing("", "llama.cpp"), False, description)
+    if not split.cached:
+        value = "nothing cached: every prompt token was read for this call"
+        return Fact("cache", "Prompt cache", value, True, description)
+    value = f"{num(split.cached)} of {num(split.prompt)} prompt tokens cached; where from was "
+    value += "not recorded for this call"
+    return Fact("cache", "Prompt cache", value, False, description)
+
+
 def _context_fact(row: dict[str, Any], provider: str) -> Fact:
     gauge = context_gauge(row)
     description = (
@@ -402,8 +424,10 @@ def facts(row: dict[str, Any], ttft: Fact, total: Fact) -> tuple[Fact, ...]:
         ttft,
         total,
         *_token_facts(row, split, provider),
-        _context_fact(row, provider),
     ]
+    if is_local(row):
+        found.append(_cache_fact(row, split))
+    found.append(_context_fact(row, provider))
     if is_local(row):
         found.append(_kv_fact(row, provider))
     found += [_prefill_fact(row, provider), _decode_fact(row, provider), _cost_fact(row)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from desktop.chat.format import CACHE_SOURCE_WORDS
 from desktop.chat.timeline_facts import (
     as_float,
     as_int,
@@ -127,13 +128,31 @@ def local_start(row: dict[str, Any], lane: Builder) -> None:
         f"Loading the model file into memory took {ms_text(load or 0)}: paid by the first "
         "call after the model is loaded, changed or unloaded; later calls skip it.",
     )
+    source = str(row.get("cache_source") or "")
+    restore = as_float(row.get("cache_restore_ms")) if source in ("memory", "saved") else None
+    cached = as_int(row.get("cached_tokens"))
+    restored = f"{num(cached)} prompt tokens' state" if cached else "the prompt's state"
+    lane.add(
+        "restore",
+        "restoring the prompt cache",
+        restore,
+        "restore",
+        f"Putting back {restored} "
+        + (
+            "kept in the memory cache from an earlier call"
+            if source == "memory"
+            else "saved on disk for this agent's system prompt"
+        )
+        + f" took {ms_text(restore or 0)}, instead of reading those tokens again.",
+        figure=ms_text(restore or 0),
+    )
     prefill = as_float(row.get("prefill_ms"))
     evaluated = as_int(row.get("prompt_eval_tokens"))
     speed = as_float(row.get("prefill_tok_s"))
     figure = ms_text(prefill or 0) + (f" · {rate_text(speed)}" if speed else "")
     tokens = f"{num(evaluated)} new prompt tokens" if evaluated is not None else "the prompt"
-    cached = as_int(row.get("cached_tokens"))
-    reused = f" ({num(cached)} more were reused from the cache)" if cached else ""
+    where = CACHE_SOURCE_WORDS.get(source, "reused from the cache")
+    reused = f" ({num(cached)} more were {where})" if cached else ""
     lane.add(
         "prefill",
         "reading the prompt (prefill)",

@@ -429,6 +429,25 @@ def m007_compare(db: sqlite_utils.Database) -> None:
         db.execute("ALTER TABLE inference_stats ADD COLUMN prompt_run_id INTEGER")
 
 
+STATS_COLUMNS_M008 = (
+    # local: where the cached prompt tokens came from: 'context' (already in the model's
+    # context), 'memory' (the worker's prompt-state cache: another conversation's state
+    # restored) or 'saved' (a system prompt's state saved on disk); NULL: none, or not local
+    ("cache_source", "TEXT"),
+    # local: restoring that memory-cached or saved state, before prefill
+    ("cache_restore_ms", "REAL"),
+)
+
+
+def m008_cache_source(db: sqlite_utils.Database) -> None:
+    """Where a local call's cached prompt tokens came from and how long restoring them took
+    (issue 17's prompt-state caches). Rows recorded before keep NULL: not known."""
+    have = {c.name for c in db["inference_stats"].columns}
+    for name, sql_type in STATS_COLUMNS_M008:
+        if name not in have:
+            db.execute(f"ALTER TABLE inference_stats ADD COLUMN {name} {sql_type}")
+
+
 Migration = tuple[str, Callable[[sqlite_utils.Database], None]]
 
 MIGRATIONS: list[Migration] = [
@@ -439,4 +458,5 @@ MIGRATIONS: list[Migration] = [
     ("m005_inference_visibility", m005_inference_visibility),
     ("m006_dashboard_indexes", m006_dashboard_indexes),
     ("m007_compare", m007_compare),
+    ("m008_cache_source", m008_cache_source),
 ]

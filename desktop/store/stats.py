@@ -15,7 +15,7 @@ from typing import Any
 import sqlite_utils
 
 from desktop.store import stats_query
-from desktop.store.migrations import STATS_COLUMNS_M005
+from desktop.store.migrations import STATS_COLUMNS_M005, STATS_COLUMNS_M008
 from desktop.store.stats_export import rows_to_csv, rows_to_json
 from desktop.store.stats_query import (
     DATE_HINT,
@@ -84,6 +84,7 @@ STATS_COLUMNS = [
     "quantization",
     *(name for name, _ in STATS_COLUMNS_M005),
     "prompt_run_id",  # m007: a prompt-set run's call (no message, no conversation)
+    *(name for name, _ in STATS_COLUMNS_M008),  # cache_source, cache_restore_ms
 ]
 EVERY_CALL = StatsFilter()
 EXPORT_COLUMNS = ["id", *STATS_COLUMNS]  # the keys of one export_rows() dict, in order

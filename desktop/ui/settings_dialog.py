@@ -1,6 +1,7 @@
 """Settings, in the groups people look for: Appearance (theme, text size: applied as they are
 picked, undone by Cancel), Conversations (the per-message statistics line), Local models
-(unloading an idle model; the context and reply length new local agents get), Prices (which
+(unloading an idle model; the context and reply length new local agents get; the prompt
+caches' budgets, sizes and Clear caches: ``settings_cache.py``), Prices (which
 prices costs are counted at; "Update prices" is the one network call this dialog makes, and
 only when pressed), Data (where everything is kept, with "Open folder") and Privacy (what the
 app sends, and when). It scrolls when the screen is too small for it."""
@@ -48,6 +49,7 @@ from desktop.ui import appearance
 from desktop.ui.agent_form import row, say
 from desktop.ui.async_door import run_blocking, start
 from desktop.ui.elided_label import ElidedLabel
+from desktop.ui.settings_cache import CacheRuntime, CacheSection
 from desktop.ui.settings_parts import PathLabel, choice_box, group_box, note, same_widths
 from desktop.ui.warm_local import PREF_KEEP_READY, keep_ready
 
@@ -105,6 +107,7 @@ class SettingsDialog(QDialog):
         *,
         prices: PriceBook | None = None,
         paths: AppPaths | None = None,
+        local: CacheRuntime | None = None,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("SettingsDialog")
@@ -112,6 +115,7 @@ class SettingsDialog(QDialog):
         self._prefs = prefs
         self._paths = paths or AppPaths.from_env()
         self._prices = prices or PriceBook.in_folder(self._paths.data_dir)
+        self._local = local  # the local runtime: its prompt caches' sizes and budgets
         self._tasks: list[asyncio.Task[Any]] = []
         self._saved_look = (theme_choice(prefs), text_size_choice(prefs))
 
@@ -243,6 +247,7 @@ class SettingsDialog(QDialog):
         self.new_max_tokens.setToolTip("The longest reply a new local agent writes")
         form.addRow("Max tokens for new agents", self.new_max_tokens)
         form.addRow(note(AUTOMATIC_NOTE))
+        self.cache = CacheSection(form, self._prefs, self._local)
         return group
 
     def _prices_group(self) -> QGroupBox:
@@ -410,6 +415,7 @@ class SettingsDialog(QDialog):
     def done(self, result: int) -> None:
         for task in self._tasks:  # the dialog closes: it shows nothing more
             task.cancel()
+        self.cache.cancel()
         if result != QDialog.DialogCode.Accepted:
             shown = (self.theme.currentData(), self.text_size.currentData())
             if shown != self._saved_look:
@@ -426,7 +432,9 @@ class SettingsDialog(QDialog):
                 PREF_KEEP_READY: self.keep_ready.isChecked(),
                 PREF_NEW_LOCAL_N_CTX: self.new_n_ctx.currentData(),
                 PREF_NEW_LOCAL_MAX_TOKENS: self.new_max_tokens.currentData(),
+                **self.cache.prefs(),
             }
         )
+        self.cache.apply()
         self._saved_look = (self.theme.currentData(), self.text_size.currentData())
         self.accept()
