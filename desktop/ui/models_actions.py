@@ -94,6 +94,8 @@ class ModelActions(QObject):
         self._gpu = gpu
         self.task: asyncio.Task[Any] | None = None  # the running Load/Unload/New agent step
         self.editor: AgentEditorDialog | None = None  # the last editor New agent opened
+        # the library's files the app downloaded, read with each scan (off the GUI thread)
+        self.downloaded_paths: set[str] = set()
         self.new_agent_button = QPushButton("New agent from this model")
         self.load_button = QPushButton("Load")
         self.unload_button = QPushButton("Unload")
@@ -138,9 +140,7 @@ class ModelActions(QObject):
             entry is not None and not self.busy and state in ("ready", "error")
         )
         self.open_button.setEnabled(entry is not None)
-        can_delete = (
-            entry is not None and not entry.starter and downloaded(self._services, entry.path)
-        )
+        can_delete = entry is not None and not entry.starter and entry.path in self.downloaded_paths
         self.delete_button.setEnabled(can_delete and not self.busy)
         self.delete_button.setToolTip(
             "Delete this downloaded file from the disk"

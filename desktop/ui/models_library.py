@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, Qt, QTimer
 from PySide6.QtGui import QBrush, QColor, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -85,6 +86,12 @@ class LibraryTable(QTableWidget):
         header.setMinimumSectionSize(24)
         self.setMinimumWidth(200)
         self.entries: list[ModelEntry] = []
+        # a theme or text-size change restyles the header: the titles' widths change with it
+        self._refit = QTimer(self)
+        self._refit.setSingleShot(True)
+        self._refit.setInterval(0)
+        self._refit.timeout.connect(self.fit_columns)
+        header.installEventFilter(self)
 
     # filling ---------------------------------------------------------------------------------
     def show_entries(
@@ -213,6 +220,23 @@ class LibraryTable(QTableWidget):
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
         self.fit_columns()
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() in _RESTYLED:
+            self._refit.start()
+
+    def showEvent(self, event: Any) -> None:
+        super().showEvent(event)
+        self._refit.start()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() in _RESTYLED:
+            self._refit.start()
+        return super().eventFilter(watched, event)
+
+
+_RESTYLED = (QEvent.Type.FontChange, QEvent.Type.StyleChange, QEvent.Type.Polish)
 
 
 def row_texts(entry: ModelEntry, users: Sequence[str], state: str) -> list[str]:

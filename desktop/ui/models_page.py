@@ -35,7 +35,7 @@ from desktop.errors import UserError
 from desktop.local.catalog import ModelCatalog, ModelEntry
 from desktop.local.gpu import GpuSupport, detect
 from desktop.ui.async_door import run_blocking, start
-from desktop.ui.models_actions import ModelActions
+from desktop.ui.models_actions import ModelActions, downloaded
 from desktop.ui.models_facts import DiskUse, detail_facts, disk_use, used_by
 from desktop.ui.models_library import COLUMNS, ERROR_COLUMN, PATH_ROLE, LibraryTable
 from desktop.ui.widgets import FlowLayout, vbox
@@ -239,18 +239,22 @@ class ModelsPage(QTabWidget):
         self.refresh()
         return True
 
-    def _scan_now(self) -> tuple[list[ModelEntry], GpuSupport, DiskUse]:
-        """Blocking: the entries, the llama.cpp build, the disk use."""
+    def _scan_now(self) -> tuple[list[ModelEntry], GpuSupport, DiskUse, set[str]]:
+        """Blocking: the entries, the llama.cpp build, the disk use, the downloaded files."""
         entries = self.catalog.entries()
         gpu = self.gpu or detect()
         disk = disk_use(entries, self.catalog.folders(), self.catalog.models_dir)
-        return entries, gpu, disk
+        mine = {e.path for e in entries if not e.starter and downloaded(self._services, e.path)}
+        return entries, gpu, disk, mine
 
     async def _refresh(self) -> None:
         self._apply(*(await run_blocking(self._scan_now)))
 
-    def _apply(self, entries: list[ModelEntry], gpu: GpuSupport, disk: DiskUse) -> None:
+    def _apply(
+        self, entries: list[ModelEntry], gpu: GpuSupport, disk: DiskUse, mine: set[str]
+    ) -> None:
         self.entries, self.gpu, self.disk = entries, gpu, disk
+        self.model_actions.downloaded_paths = mine
         self.backend_label.setText(gpu.summary)
         self.disk_label.setText(f"Disk use: {disk.line}")
         users = used_by(entries, self._services.agents.list())

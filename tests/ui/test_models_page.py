@@ -303,6 +303,19 @@ def test_columns_fit_at_1180_px_and_elide_beyond(services, make_window, qtbot, t
                 assert fits or item.toolTip() == item.text()
             else:
                 assert fits, f"{name!r} of row {r} is cut: {item.text()!r}"
+    # a larger text size restyles the header: the columns are fitted again
+    from desktop.ui import theme
+
+    app = QApplication.instance()
+    theme.install(app, text_scale=1.3)
+    try:
+        _settle()
+        for col, name in enumerate(COLUMNS):
+            assert header.sectionSize(col) >= header.sectionSizeHint(col), f"{name!r} is cut"
+    finally:
+        theme.install(app, text_scale=1.0)
+        _settle()
+
     # narrower than that (the smallest window): the columns the details panel repeats give
     # way first, the file name elides in the middle, with the whole path in its tooltip
     window.resize(720, 480)
@@ -319,6 +332,18 @@ def test_columns_fit_at_1180_px_and_elide_beyond(services, make_window, qtbot, t
     _shoot(window, "models-page-720x480")
     for fact in ("Size: ", "Used by: Coding helper 1, Coding helper 2, Coding helper 3"):
         assert fact in page.details.text()
+
+
+def test_header_titles_are_whole_when_the_page_is_first_shown(page, qtbot) -> None:
+    """The columns were fitted before the page was styled (scanned while hidden): showing it
+    fits them again to the styled header."""
+    page.resize(900, 640)
+    page.show()
+    qtbot.waitExposed(page)
+    _settle()
+    header = page.table.horizontalHeader()
+    for col, name in enumerate(COLUMNS):
+        assert header.sectionSize(col) >= header.sectionSizeHint(col), f"{name!r} is cut"
 
 
 def _shoot(widget: Any, name: str) -> None:
@@ -384,6 +409,9 @@ def test_load_then_unload_the_starter_from_the_page(page, services, qtbot) -> No
     assert loaded.n_ctx == 512  # the agent's context, not a default
     assert f"with {STARTER}'s settings" in page.message.text()
     assert not page.model_actions.load_button.isEnabled()
+    page.resize(900, 640)
+    page.show()
+    _shoot(page, "models-page-loaded")
 
     page.model_actions.unload_button.click()
     # the message comes when the unload returns, the state from the worker's thread
