@@ -205,6 +205,26 @@ def test_new_agent_from_the_starter_fills_the_editor_to_fit(page, services, qtbo
     second.reject()
 
 
+def test_an_agent_made_on_the_models_page_shows_in_the_sidebar(
+    services, make_window, qtbot
+) -> None:
+    window = make_window(services)
+    page = window.models_page
+    with qtbot.waitSignal(page.refreshed, timeout=WAIT_MS):
+        window.show_page("models")
+    page.select(gguf_files.starter())
+    page.model_actions.new_agent_button.click()
+    qtbot.waitUntil(lambda: page.model_actions.editor is not None, timeout=WAIT_MS)
+    dialog = page.model_actions.editor
+    dialog.name.setText("Starter, from the library")
+    with qtbot.waitSignal(page.agent_created, timeout=WAIT_MS):
+        dialog.save()
+    assert "Starter, from the library" in [a.name for a in window.agents.agents]
+    qtbot.waitUntil(
+        lambda: "Starter, from the library" in page.cell_text(0, "Used by"), timeout=WAIT_MS
+    )
+
+
 def test_open_folder_opens_the_files_folder(page, monkeypatch, tmp_path, qtbot) -> None:
     opened: list[QUrl] = []
     monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: opened.append(url) or True)
