@@ -12,8 +12,13 @@ Prints one JSON object. Each case runs in a new ``LocalRuntime`` (a new window):
 * ``warm``: in the same runtime, another prompt, then the same prompt again (the KV cache holds
   the other prompt, so both pay the same prefill beyond the shared system prompt).
 
-``first_message_ratio`` = new_window / warm TTFT (issue 17 target: <= 1.3). The keys
-``switch_back_ratio`` and ``after_restart_ratio`` (prompt-state caches) are not measured yet.
+``first_message_ratio`` = new_window / warm TTFT (issue 17 target: <= 1.3).
+
+``switch_back_ratio``: a ~3,000-token conversation, another conversation, then back to the
+first (its next turn): TTFT with the memory cache / TTFT with it off (a cold re-prefill;
+target <= 0.25). ``after_restart_ratio``: a ~2,000-token system prompt, first message in a new
+worker process (a restart) with the model loaded: TTFT with the saved state / with saving off
+(target <= 0.3). ``decode_ratio``: decode tok/s with the caches on / off (target >= 0.97).
 """
 
 from __future__ import annotations
@@ -75,6 +80,116 @@ async def _case(params: LoadParams, settle: float) -> dict[str, float]:
     return {"cold": cold, "new_window": new_window, "warm": warm}
 
 
+LONG = "The lighthouse keeper climbed the stairs each night and watched the dark sea. "
+RULES = "Rule: answer in plain words, check each fact, and say when you are unsure. "
+
+
+def _messages(*pairs: tuple[str, str]) -> tuple[ChatMessage, ...]:
+    return tuple(ChatMessage(role, text) for role, text in pairs)  # type: ignore[arg-type]
+
+
+async def _timed(runtime: LocalRuntime, params: LoadParams, messages, max_tokens=4):
+    request = ChatRequest("local", messages, Sampling(max_tokens=max_tokens, temperature=0.0))
+    start = time.perf_counter()
+    first, text, timing, usage = None, "", None, None
+    async for event in runtime.stream(params, request):
+        if isinstance(event, TextDelta):
+            first = first or time.perf_counter()
+            text += event.text
+        elif type(event).__name__ == "Timing" and getattr(event, "reported_by", None):
+            timing = event
+        elif type(event).__name__ == "Usage":
+            usage = event
+    assert first is not None
+    return (first - start) * 1000, text, timing, usage
+
+
+async def _switch_back(params: LoadParams, memory_mb: int) -> tuple[float, str | None]:
+    runtime = LocalRuntime()
+    runtime.set_cache_budgets(memory_mb, 0)
+    try:
+        x = _messages(("system", SYSTEM), ("user", LONG * 185 + " What did he watch?"))
+        _, reply, _, _ = await _timed(runtime, params, x)
+        await _timed(runtime, params, _messages(("user", "Name three rivers in Europe.")))
+        x2 = (*x, *_messages(("assistant", reply), ("user", "And then?")))
+        ttft, _, _, usage = await _timed(runtime, params, x2)
+        return ttft, getattr(usage, "cache_source", None)
+    finally:
+        await runtime.aclose()
+
+
+async def _after_restart(params: LoadParams, folder: str, saved_mb: int):
+    system = RULES * 125
+    msgs = _messages(("system", system), ("user", "Say hello."))
+    first = LocalRuntime()  # before the restart: evaluates (and saves, when on)
+    first.set_cache_folder(folder)
+    first.set_cache_budgets(0, saved_mb)
+    try:
+        await _timed(first, params, msgs)
+    finally:
+        await first.aclose()
+    runtime = LocalRuntime()  # after: a new worker, the model loaded ahead (warm start)
+    runtime.set_cache_folder(folder)
+    runtime.set_cache_budgets(0, saved_mb)
+    try:
+        await runtime.load(params)
+        ttft, _, _, usage = await _timed(runtime, params, msgs)
+        return ttft, getattr(usage, "cache_source", None), getattr(usage, "cached_tokens", None)
+    finally:
+        await runtime.aclose()
+
+
+async def _decode(params: LoadParams, on: bool) -> float:
+    runtime = LocalRuntime()
+    runtime.set_cache_budgets(1024 if on else 0, 0)
+    try:
+        msgs = _messages(("user", "Write a long story about the sea."))
+        await _timed(runtime, params, msgs, max_tokens=8)
+        _, _, timing, _ = await _timed(runtime, params, msgs, max_tokens=96)
+        return timing.decode_tokens / (timing.decode_ms / 1000)
+    finally:
+        await runtime.aclose()
+
+
+def caches(params: LoadParams, runs: int) -> dict[str, object]:
+    import tempfile
+
+    switch = [asyncio.run(_switch_back(params, 1024)) for _ in range(runs)]
+    switch_cold = [asyncio.run(_switch_back(params, 0)) for _ in range(runs)]
+    restart, restart_cold = [], []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as folder:
+            restart.append(asyncio.run(_after_restart(params, folder, 2048)))
+        with tempfile.TemporaryDirectory() as folder:
+            restart_cold.append(asyncio.run(_after_restart(params, folder, 0)))
+    dec_on = [asyncio.run(_decode(params, True)) for _ in range(runs)]
+    dec_off = [asyncio.run(_decode(params, False)) for _ in range(runs)]
+    sw, sc = statistics.median(t for t, _ in switch), statistics.median(t for t, _ in switch_cold)
+    rs = statistics.median(t for t, *_ in restart)
+    rc = statistics.median(t for t, *_ in restart_cold)
+    on, off = statistics.median(dec_on), statistics.median(dec_off)
+    return {
+        "switch_back_ratio": {
+            "ratio": round(sw / sc, 3),
+            "switch_back_ttft_ms": round(sw, 1),
+            "cold_ttft_ms": round(sc, 1),
+            "sources": [src for _, src in switch],
+        },
+        "after_restart_ratio": {
+            "ratio": round(rs / rc, 3),
+            "saved_state_ttft_ms": round(rs, 1),
+            "cold_ttft_ms": round(rc, 1),
+            "sources": [src for _, src, _ in restart],
+            "cached_tokens": [n for *_, n in restart],
+        },
+        "decode_ratio": {
+            "ratio": round(on / off, 3),
+            "with_caches_tok_s": round(on, 1),
+            "without_caches_tok_s": round(off, 1),
+        },
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default=None)
@@ -82,8 +197,8 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=1.5)
     args = parser.parse_args()
     model = args.model or str(starter_model_path())
-    params = LoadParams(model, n_ctx=2048, n_threads=default_threads())
     load_before = os.getloadavg()[0]
+    params = LoadParams(model, n_ctx=4096, n_threads=default_threads())
     runs = [asyncio.run(_case(params, args.settle)) for _ in range(args.runs)]
     med = {k: round(statistics.median(r[k] for r in runs), 1) for k in runs[0]}
     print(
@@ -98,6 +213,7 @@ def main() -> None:
                 },
                 "cold_ttft_ms": med["cold"],
                 "cold_vs_warm": round(med["cold"] / med["warm"], 2),
+                **caches(params, args.runs),
                 "per_run": [{k: round(v, 1) for k, v in r.items()} for r in runs],
                 "load_avg": [round(load_before, 2), round(os.getloadavg()[0], 2)],
             },

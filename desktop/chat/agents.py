@@ -6,6 +6,7 @@ saved key may go and how typed numbers parse, from ``desktop.chat.agent_rules``.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -32,6 +33,8 @@ from desktop.local.starter import (
 )
 from desktop.settings.secrets import SecretStore
 from desktop.store.agents import KV_TYPES, Agent, AgentStore
+
+log = logging.getLogger("simi.agents")
 
 # How long a key read by ``AgentService.fetch_key`` answers ``api_key`` without another read:
 # the moment between a turn fetching its key off the loop and building its provider on it.
@@ -160,6 +163,8 @@ class AgentService:
         self._secrets = secrets
         self._clock = clock
         self._local_defaults = local_defaults
+        # Called with each deleted agent (its saved prompt states go with it).
+        self.on_deleted: list[Callable[[Agent], object]] = []
         # key_ref -> (key, when read): keys ``fetch_key`` just read off the event loop.
         self._fetched: dict[str, tuple[str | None, float]] = {}
         self._fetched_lock = threading.Lock()
@@ -245,6 +250,11 @@ class AgentService:
     def delete(self, agent: Agent) -> None:
         assert agent.id is not None
         self._store.delete(agent.id)
+        for hook in list(self.on_deleted):
+            try:
+                hook(agent)
+            except Exception:  # a cache that cannot be cleaned never stops a deletion
+                log.exception("cleaning up after deleting agent %s failed", agent.id)
         if agent.endpoint_id is not None and not self._store.endpoint_in_use(agent.endpoint_id):
             if agent.key_ref:
                 self._forget_fetched(agent.key_ref)

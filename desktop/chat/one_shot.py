@@ -71,6 +71,7 @@ def request_once(agent: Agent, prompt: str, prompt_run_id: int | None = None) ->
         messages=tuple(messages),
         sampling=sampling_of(agent),
         session_key=f"prompt-run:{prompt_run_id}" if prompt_run_id is not None else None,
+        cache_owner=str(agent.id) if agent.id is not None else None,
     )
 
 

@@ -258,6 +258,7 @@ class ChatService:
             messages=tuple(history),
             sampling=one_shot.sampling_of(agent),
             session_key=f"conversation:{turn.conversation_id}",
+            cache_owner=str(agent.id) if agent.id is not None else None,
         )
 
     # running ---------------------------------------------------------------------------------

@@ -33,6 +33,8 @@ class ChatRequest:
     sampling: Sampling = field(default_factory=Sampling)
     # A key that lets a local engine reuse its KV cache between turns of one conversation.
     session_key: str | None = None
+    # Whose saved prompt states a local call makes (the agent's id): deleted with the agent.
+    cache_owner: str | None = None
 
 
 class Provider(Protocol):

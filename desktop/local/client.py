@@ -57,6 +57,11 @@ class WorkerClient:
         self._flag: Any = None
         self._threads: Any = None  # the worker's shared thread budget (see set_threads)
         self.thread_budget = 0
+        # The prompt-state caches: (saved-states folder, memory MB, saved MB) sent to each
+        # worker at start; what its memory cache holds, as it last said.
+        self.cache_config: tuple[str | None, int | None, int | None] | None = None
+        self.cache_bytes = 0
+        self.cache_states = 0
         self._reader: threading.Thread | None = None
         self._sink: tuple[asyncio.AbstractEventLoop, asyncio.Queue[Any]] | None = None
         self._sink_lock = threading.Lock()
@@ -110,6 +115,9 @@ class WorkerClient:
         self._serving = None
         self._process, self._conn, self._flag = process, parent, flag
         self._threads = threads
+        self.cache_bytes = self.cache_states = 0
+        if self.cache_config is not None:
+            parent.send(("configure", *self.cache_config))
         self._reader = threading.Thread(
             target=self._read_loop,
             args=(parent, process, self._generation),
@@ -128,6 +136,8 @@ class WorkerClient:
                 _worker_log.log(level, "[pid %s] %s: %s", process.pid, name, text)
             elif tag == "state":
                 self._post((generation, "state", None, message[1], message[2]))
+            elif tag == "cache_info" and generation == self._generation:
+                self.cache_bytes, self.cache_states = message[1], message[2]
             elif tag in ("accepted", "event", "done", "error"):
                 self._post((generation, *message))
         process.join(timeout=5)
@@ -164,6 +174,7 @@ class WorkerClient:
                 self._conn.close()
         self._process = self._conn = self._flag = None
         self.params = None
+        self.cache_bytes = self.cache_states = 0
 
     def shutdown(self, timeout: float = 3.0) -> None:
         process = self._process
@@ -189,6 +200,13 @@ class WorkerClient:
         self.thread_budget = max(0, budget)
         if self._threads is not None:
             self._threads.value = self.thread_budget
+
+    def send_control(self, *message: Any) -> None:
+        """A message the worker handles between requests (configure, cache_clear); nothing
+        when it is not running."""
+        if self._conn is not None and self.alive:
+            with contextlib.suppress(OSError, ValueError):
+                self._conn.send(message)
 
     def cancel(self) -> None:
         if self._flag is not None:

@@ -38,6 +38,8 @@ from desktop.local.loading import (
     LoadParams,
     load_model,
 )
+from desktop.local.prompt_cache import SAVE_MIN_TOKENS
+from desktop.local.reuse import PromptReuse
 
 log = logging.getLogger("simi.local")
 
@@ -78,6 +80,8 @@ class LocalEngine:
         # The worker's shared thread budget (anything with ``.value``): 0 = the model's own
         # thread counts, N = at most N while other workers answer too (desktop.local.pool).
         self.thread_budget: Any = None
+        self.reuse = PromptReuse()  # memory cache and saved system prompts
+        self._remember = False  # the last reply ended cleanly: its context is worth keeping
         self._threads_now: tuple[Any, int, int] | None = None
 
     @property
@@ -86,6 +90,7 @@ class LocalEngine:
 
     def unload(self) -> None:
         model, self._model = self._model, None
+        self.reuse.forget_model()
         if model is not None:
             with contextlib.suppress(Exception):
                 model.llm.close()
@@ -193,6 +198,23 @@ class LocalEngine:
         self._abort_cb = should_abort
         llama_cpp.llama_set_abort_callback(model.llm._ctx.ctx, should_abort, None)
 
+    @staticmethod
+    def _system_tokens(model: LoadedModel, request: ChatRequest) -> list[int] | None:
+        """The tokens of the system prompt alone, as the template renders it (None when it is
+        too short to be worth saving)."""
+        first = request.messages[0] if request.messages else None
+        if first is None or first.role != "system" or len(first.content) < SAVE_MIN_TOKENS:
+            return None
+        text, _stops, has_bos, _chatml = LocalEngine.render_prompt(model, (first,))
+        return list(model.llm.tokenize(text.encode("utf-8"), add_bos=not has_bos, special=True))
+
+    def remember(self) -> None:
+        """After a reply (the worker calls it once the app has its answer): keep the live
+        context in the memory cache, unless the reply was stopped or failed."""
+        if self._model is not None and self._remember:
+            self._remember = False
+            self.reuse.remember(self._model.llm)
+
     def _apply_threads(self, llm: Any) -> None:
         """Follow the thread budget (read per batch and per token: a shared int, no lock)."""
         budget = int(self.thread_budget.value) if self.thread_budget is not None else 0
@@ -268,8 +290,14 @@ class LocalEngine:
         room = n_ctx - len(tokens)
         max_tokens = min(request.sampling.max_tokens or room, room)
         stops = tuple(dict.fromkeys((*request.sampling.stop, *template_stops)))
-        cached = _common_prefix(list(llm._input_ids[: llm.n_tokens]), tokens)
-        cached = min(cached, len(tokens) - 1)
+        plan = self.reuse.plan(
+            model,
+            tokens,
+            lambda: self._system_tokens(model, request),
+            f"{llama_cpp.__version__} {backend_name()}",
+        )
+        cached = start = plan.cached
+        self._remember = False
         if request.sampling.seed is not None:
             llm.set_seed(request.sampling.seed)
         ctx = llm._ctx.ctx
@@ -296,7 +324,13 @@ class LocalEngine:
         prefilling = True
         progress_shown = False
         try:
-            for event in self._prefill(llm, tokens, cached, cancel):
+            if plan.save_upto and not cancel.is_set():  # a long system prompt: evaluate, save
+                llm.n_tokens = start
+                llm.eval(tokens[start : plan.save_upto])
+                if not cancel.is_set():
+                    self.reuse.save_system(plan, llm, tokens, request.cache_owner)
+                    start = plan.save_upto
+            for event in self._prefill(llm, tokens, start, cancel):
                 progress_shown = True
                 yield event
             for token in generator if not cancel.is_set() else ():
@@ -349,6 +383,7 @@ class LocalEngine:
             cached_tokens=cached,
             output_tokens=output_tokens,
             source="reported",
+            cache_source=plan.source if cached else None,  # type: ignore[arg-type]
         )
         yield Timing(
             prefill_ms=float(perf.t_p_eval_ms) if perf is not None else None,
@@ -358,7 +393,9 @@ class LocalEngine:
             decode_tokens=int(perf.n_eval) if perf is not None else None,
             load_ms=load_ms,
             reported_by="llama.cpp" if perf is not None else None,
+            cache_restore_ms=plan.restore_ms,
         )
+        self._remember = finish in ("stop", "length")
         yield Finished(finish)  # type: ignore[arg-type]
 
 
@@ -392,15 +429,6 @@ def count_prompt_tokens(model: LoadedModel, messages: tuple[ChatMessage, ...]) -
     """Prompt tokens for ``messages`` exactly as ``generate`` renders and tokenizes them."""
     prompt, _stops, has_bos = LocalEngine.format_prompt(model, messages)
     return len(model.llm.tokenize(prompt.encode("utf-8"), add_bos=not has_bos, special=True))
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def _split_on_stops(text: str, stops: tuple[str, ...]) -> tuple[str, str, bool]:

@@ -7,6 +7,7 @@ import contextlib
 import os
 import time
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 from desktop.llm.events import Queued, StreamEvent
@@ -16,7 +17,12 @@ from desktop.local.catalog import InfoCache, ModelFileError, ModelInfo
 from desktop.local.client import ModelState, WorkerClient
 from desktop.local.loading import LoadParams
 from desktop.local.memory import MemoryEstimate
-from desktop.local.prompt_cache import CacheSizes
+from desktop.local.prompt_cache import (
+    DEFAULT_PROMPT_CACHE_MB,
+    DEFAULT_SAVED_STATES_MB,
+    CacheSizes,
+    SavedStates,
+)
 
 
 class Cancellable(Protocol):
@@ -75,6 +81,8 @@ class LocalRuntime:
         self._start_lock: asyncio.Lock | None = None
         self._idle_timers: dict[WorkerClient, Cancellable] = {}
         self._unload_task: asyncio.Task[None] | None = None
+        self._cache_folder: str | None = None
+        self._cache_mb = (DEFAULT_PROMPT_CACHE_MB, DEFAULT_SAVED_STATES_MB)
 
     # idle unload -----------------------------------------------------------------------------
     def set_idle_unload(self, seconds: float | None) -> None:
@@ -278,6 +286,7 @@ class LocalRuntime:
         if not pool.fits(new, running, self.available_ram(), vram_free):
             return None
         worker = WorkerClient(on_state=self._worker_changed)
+        worker.cache_config = (self._cache_folder, *self._cache_mb)
         self.workers.append(worker)
         self._hold(worker, params, new)
         return worker
@@ -352,21 +361,52 @@ class LocalRuntime:
             self._request_finished(worker)
 
     # prompt-state caches (desktop.local.prompt_cache) ------------------------------------------
-    async def cache_sizes(self) -> CacheSizes:
-        """What the memory caches of the running workers and the saved states take."""
-        raise NotImplementedError
-
-    async def clear_caches(self) -> None:
-        """Empty every worker's memory cache and delete the saved states."""
-        raise NotImplementedError
+    def set_cache_folder(self, folder: str | os.PathLike[str]) -> None:
+        """Where saved system-prompt states live (the user cache folder); before any request."""
+        self._cache_folder = str(folder)
+        self._push_cache_config()
 
     def set_cache_budgets(self, memory_mb: int, saved_mb: int) -> None:
         """Settings' budgets (MB; 0 turns a cache off), applied from the next request on."""
-        raise NotImplementedError
+        self._cache_mb = (max(0, int(memory_mb)), max(0, int(saved_mb)))
+        self._push_cache_config()
+
+    def _push_cache_config(self) -> None:
+        config = (self._cache_folder, *self._cache_mb)
+        for worker in list(self.workers):
+            worker.cache_config = config
+            worker.send_control("configure", *config)
+
+    def _saved(self) -> SavedStates | None:
+        if self._cache_folder is None:
+            return None
+        return SavedStates(Path(self._cache_folder), self._cache_mb[1] * 1024 * 1024)
+
+    async def cache_sizes(self) -> CacheSizes:
+        """What the memory caches of the running workers (as each last said) and the saved
+        states on disk take."""
+        saved = self._saved()
+        files = await asyncio.to_thread(saved.files) if saved is not None else []
+        size = await asyncio.to_thread(lambda: saved.size) if saved is not None else 0
+        alive = [w for w in self.workers if w.alive]
+        return CacheSizes(
+            sum(w.cache_bytes for w in alive), sum(w.cache_states for w in alive), size, len(files)
+        )
+
+    async def clear_caches(self) -> None:
+        """Empty every worker's memory cache (between its requests) and delete the saved
+        states."""
+        for worker in list(self.workers):
+            worker.send_control("cache_clear")
+            worker.cache_bytes = worker.cache_states = 0
+        saved = self._saved()
+        if saved is not None:
+            await asyncio.to_thread(saved.clear)
 
     def forget_saved_states(self, owner: str) -> int:
         """Delete the saved states of an agent (its id); the number of files removed."""
-        raise NotImplementedError
+        saved = self._saved()
+        return saved.forget(str(owner)) if saved is not None else 0
 
     def cancel_all(self) -> None:
         for worker in list(self.workers):

@@ -4,10 +4,12 @@ memory) ends this process and never the window.
 Protocol (pickled tuples over a multiprocessing Pipe; the app side is ``desktop.local.client``):
 
     app -> worker   ("load", params) | ("generate", req_id, params, request) | ("unload",)
+                    | ("configure", folder, memory_mb, saved_mb) | ("cache_clear",)
                     | ("ping",) | ("shutdown",)
     worker -> app   ("accepted", req_id) | ("state", name, detail) | ("event", req_id, StreamEvent)
                     | ("done", req_id) | ("error", req_id, kind, message, extra)
                     | ("pong", info) | ("unloaded",) | ("log", level, logger, text)
+                    | ("cache_info", memory_bytes, states)
 
 The app's reader thread tags each message with the worker's generation (the client's count of
 processes started) before handing it on, and adds the death notice ``("died", req_id,
@@ -113,6 +115,11 @@ def _serve(conn: Any, raw_flag: Any, send: Any, raw_threads: Any = None) -> None
             break
         if op == "ping":
             send("pong", {"pid": os.getpid(), "loaded": engine.loaded is not None})
+        elif op == "configure":  # the prompt-state caches' folder and budgets
+            engine.reuse.configure(message[1], message[2], message[3])
+        elif op == "cache_clear":
+            engine.reuse.memory.clear()
+            send("cache_info", 0, 0)
         elif op == "unload":
             engine.unload()
             send("unloaded")
@@ -137,6 +144,8 @@ def _serve(conn: Any, raw_flag: Any, send: Any, raw_threads: Any = None) -> None
                 send("state", "busy", "")
                 _stream(engine.generate(params, request, flag), req_id, send)
                 send("done", req_id)
+                engine.remember()  # the app has its answer: keep the context for later
+                send("cache_info", engine.reuse.memory.size, len(engine.reuse.memory))
             except UserError as exc:
                 if exc.__cause__ is not None:
                     log.warning("request %s: %s", req_id, exc.user_message, exc_info=exc)

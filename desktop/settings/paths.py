@@ -22,6 +22,12 @@ class AppPaths:
     data_dir: Path
     config_dir: Path
     log_dir: Path
+    cache_dir: Path | None = None  # what can be deleted at any time (None: data_dir/cache)
+
+    @property
+    def prompt_states_dir(self) -> Path:
+        """Saved system-prompt states of local models (``desktop.local.prompt_cache``)."""
+        return (self.cache_dir or self.data_dir / "cache") / "prompt-states"
 
     @property
     def db_path(self) -> Path:
@@ -45,11 +51,14 @@ class AppPaths:
         home = env.get("SIMI_HOME")
         if home:
             root = Path(home).expanduser()
-            return cls(data_dir=root, config_dir=root, log_dir=root / "logs")
+            return cls(
+                data_dir=root, config_dir=root, log_dir=root / "logs", cache_dir=root / "cache"
+            )
         return cls(
             data_dir=Path(platformdirs.user_data_dir(APP_DIR_NAME, appauthor=False)),
             config_dir=Path(platformdirs.user_config_dir(APP_DIR_NAME, appauthor=False)),
             log_dir=Path(platformdirs.user_log_dir(APP_DIR_NAME, appauthor=False)),
+            cache_dir=Path(platformdirs.user_cache_dir(APP_DIR_NAME, appauthor=False)),
         )
 
     def ensure(self) -> None:
