@@ -5,12 +5,13 @@ Nothing contacts the hub until the person searches (the empty state says so, nam
 from ``HF_ENDPOINT``). Every hub call runs on a worker thread (``run_blocking``); a newer
 search or selection supersedes an older one still on its way. Errors are shown in the tab
 with their finished text and Retry; a gated or private repository opens the access-token
-panel (``hub_token.py``), and the failed action runs again once a token is saved. Fit marks
-come from ``desktop.hub.files.fit_of`` with the available RAM (MemAvailable) and the GPU's
-free memory, for the context picked beside the models (4,096 by default): first from the file
-sizes, then from one GGUF header per repository scaled for the other quantizations
-(``reference_header``), and for the selected model from its own header (all read with Range
-requests). Downloads are ``hub_downloads.py``'s.
+panel (``hub_token.py``), and the failed action runs again once a token is saved.
+Fit marks come from ``desktop.hub.files.fit_of`` with this machine's RAM and its largest
+GPU's memory (``files.machine_memory``, as ``simi models files``), for the context picked
+beside the models (4,096 by default): first from the file sizes, then from one GGUF header
+per repository scaled for the other quantizations (``reference_header``), and for the
+selected model from its own header (all read with Range requests). Downloads are
+``hub_downloads.py``'s.
 
 Closing the window pauses every running download (the view watches its window's Close event;
 ``pause_all()`` does the same for a caller): the parts stay, listed as paused with Resume at
@@ -372,8 +373,8 @@ class HubView(QWidget):
             self.models.set_fit(model.name, fit_of(model, self.n_ctx(), ram, vram, info))
         if not self.models.models:
             return
-        where = f"{size_text(ram)} free memory" if ram else "unknown free memory"
-        gpu = f", {size_text(vram)} free on the GPU" if vram else ", no GPU offload"
+        where = f"{size_text(ram)} of memory" if ram else "unknown memory"
+        gpu = f", {size_text(vram)} on the GPU" if vram else ", no GPU offload"
         basis = f"Fit marks for {self.n_ctx():,} tokens of context, against {where}{gpu}"
         self.status.set_texts([basis, f"Fit for {self.n_ctx():,} tokens, {where}{gpu}"])
         self.status.setToolTip(basis + " (each mark's tooltip has its estimate)")

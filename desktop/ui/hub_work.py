@@ -1,5 +1,5 @@
 """Blocking work the "Find models" tab runs on worker threads (``run_blocking``): the
-machine's free memory for the fit marks, and a repository's models with those already in the
+machine's memory for the fit marks, and a repository's models with those already in the
 models folder."""
 
 from __future__ import annotations
@@ -11,17 +11,13 @@ from desktop.hub.files import GgufModel, group_gguf
 
 
 def machine_memory() -> tuple[int | None, int | None]:
-    """(available RAM, free memory of the largest-free GPU the build can offload to)."""
-    from desktop.local.context_size import available_ram
-    from desktop.local.gpu import detect
+    """(this machine's RAM, its largest GPU's memory when the build can offload): the same
+    figures as ``simi models files``, so the window and the CLI mark a file alike. Whether a
+    model fits *this machine* does not change when a browser tab closes; whether it can be
+    loaded now is asked again when it is loaded (the agent editor's estimate, the warm start)."""
+    from desktop.hub.files import machine_memory as figures
 
-    ram = available_ram()
-    gpu = detect()
-    vram = None
-    if gpu.gpu_offload:
-        free = [d.memory_free for d in gpu.devices if d.kind != "CPU" and d.memory_free]
-        vram = max(free) if free else None
-    return ram, vram
+    return figures()
 
 
 def list_models(hub: Any, client: HubClient, repo: str) -> tuple[list[GgufModel], set[str]]:

@@ -121,6 +121,7 @@ class MainWindow(QMainWindow):
         self.info_bar = add_keyring_notice(self, services.secrets, services.prefs)
         self.add_page("chat", self._build_chat_page(), "Chat")
         self.models_page = ModelsPage(services)
+        self.models_page.agent_created.connect(lambda _agent: self.reload_agents())
         self.add_page("models", self.models_page, "Models")
         self.stats_page = StatsPage(
             services,

@@ -25,7 +25,6 @@ from PySide6.QtGui import QAction, QDesktopServices
 from PySide6.QtWidgets import QMenu, QMessageBox, QPushButton, QWidget
 
 from desktop.errors import UserError
-from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
 from desktop.local.catalog import ModelCatalog, ModelEntry
 from desktop.local.context_size import available_ram
 from desktop.local.memory import format_bytes
@@ -42,10 +41,6 @@ from desktop.ui.models_facts import (
 )
 
 log = logging.getLogger("simi.ui.models")
-
-LOAD_REQUEST = ChatRequest(
-    "load", (ChatMessage("user", "Hi"),), Sampling(max_tokens=1, temperature=0.0, seed=0)
-)
 
 
 def _gpu_memory() -> tuple[bool, int | None]:
@@ -216,11 +211,12 @@ class ModelActions(QObject):
         name = Path(entry.path).name
         self.said.emit(f"Loading {name}…")
         try:
-            events = self._services.local.stream(params, LOAD_REQUEST)
-            async for _event in events:
-                pass
+            loaded = await self._services.local.load(params)
         except UserError as exc:
             self.said.emit(exc.user_message)
+            return
+        if not loaded:
+            self.said.emit(f"{name} is not loaded: every llama.cpp worker is answering.")
             return
         how = f"with {whose}'s settings" if whose else "with new-agent settings"
         self.said.emit(f"Loaded {name} ({how}, context {params.n_ctx:,}).")

@@ -270,12 +270,9 @@ class ModelsPage(QTabWidget):
         self.refreshed.emit()
 
     def _agent_created(self, agent: Any) -> None:
-        """A new agent uses a file: its Used by changes; the window shows the agent."""
+        """A new agent uses a file: its Used by changes; the window (connected to
+        ``agent_created``) shows the agent."""
         self.agent_created.emit(agent)
-        window = self.window()
-        reload = getattr(window, "reload_agents", None)
-        if callable(reload) and window is not self:
-            reload()
         self.refresh()
 
     def _selection_changed(self) -> None:
