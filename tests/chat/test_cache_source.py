@@ -141,3 +141,28 @@ def test_a_remote_call_has_no_prompt_cache_fact() -> None:
     from tests.helpers.timeline_rows import REMOTE_SERVER
 
     assert build_timeline(REMOTE_SERVER).fact("cache") is None
+
+
+def test_start_up_hands_the_saved_budgets_to_the_local_runtime(simi_home, monkeypatch) -> None:
+    """A spy on ``LocalRuntime.set_cache_budgets`` (the real method still runs) records what
+    ``Services.open`` applies from Settings' saved budgets."""
+    from desktop.chat.services import Services
+    from desktop.local.prompt_cache import PREF_PROMPT_CACHE_MB, PREF_SAVED_STATES_MB
+    from desktop.local.provider import LocalRuntime
+    from desktop.settings.paths import AppPaths
+    from desktop.settings.prefs import Preferences
+
+    paths = AppPaths.from_env()
+    paths.ensure()
+    Preferences(paths.settings_path).update({PREF_PROMPT_CACHE_MB: 256, PREF_SAVED_STATES_MB: 0})
+    applied: list[tuple[int, int]] = []
+    real = LocalRuntime.set_cache_budgets
+
+    def spy(self: LocalRuntime, memory_mb: int, saved_mb: int) -> None:
+        applied.append((memory_mb, saved_mb))
+        real(self, memory_mb, saved_mb)
+
+    monkeypatch.setattr(LocalRuntime, "set_cache_budgets", spy)
+    services = Services.open(paths)
+    services.close()
+    assert applied == [(256, 0)]

@@ -4,15 +4,18 @@ the dialog opens), Clear caches (then the line shows 0), and Save storing the bu
 handing them to the runtime. A screenshot of the group goes to ``$SIMI_SCREENSHOT_DIR``.
 
 ``FakeCaches`` stands in for the local runtime's cache calls (``LocalRuntime.cache_sizes`` /
-``clear_caches`` / ``set_cache_budgets``): it holds sizes as a worker would report them and
-records what it was asked."""
+``clear_caches`` / ``set_cache_budgets``) where exact sizes are needed to check the wording and
+what Save hands over: it holds sizes as the workers would report them and records what it was
+asked. The last test uses the app's real runtime after a real reply."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
@@ -24,6 +27,8 @@ from desktop.ui.settings_dialog import SettingsDialog
 from tests.helpers.widget_checks import cut_labels, unnamed_controls
 
 WAIT_MS = 10_000  # a guard against hanging, not a timing assertion
+REPLY_MS = 120_000  # likewise, for a real reply on a shared CPU
+LONG_SYSTEM = "You are a careful assistant who answers in plain words and checks each fact. " * 40
 MB = 1024 * 1024
 
 
@@ -149,3 +154,29 @@ def _shot(qtbot: Any, dialog: SettingsDialog, local: FakeCaches) -> None:
     assert cut_labels(group) == []
     dialog.scroll.ensureWidgetVisible(group)
     assert group.grab().save(str(Path(folder) / "settings_local_models_caches.png"))
+
+
+@pytest.mark.slow
+def test_with_the_real_runtime_settings_shows_a_saved_prompt_and_clear_deletes_it(
+    qtbot: Any, qloop: Any, services: Any
+) -> None:
+    """No fake: one real reply of the starter model with a long system prompt saves its
+    state on disk, the dialog opened with the app's runtime shows it, Clear caches removes it."""
+    from desktop.local.starter import STARTER_AGENT_NAME
+
+    starter = services.agents.by_name(STARTER_AGENT_NAME)
+    agent = services.agents.update(
+        starter.with_changes(system_prompt=LONG_SYSTEM, seed=1, temperature=0.0, max_tokens=4)
+    )
+    conv = services.conversations.create(agent.id)
+    turn = services.chat.begin(conv.id, agent, "Hello?")
+    reply = asyncio.ensure_future(services.chat.run(turn))
+    qtbot.waitUntil(reply.done, timeout=REPLY_MS)
+    assert reply.result().error is None
+    dialog = _dialog(qtbot, services.prefs, services.local)
+    sizes = dialog.cache.sizes
+    qtbot.waitUntil(lambda: "(1 file)" in sizes.text(), timeout=WAIT_MS)
+    assert "On disk: 0 MB" not in sizes.text()
+    qtbot.mouseClick(dialog.cache.clear_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "On disk: 0 MB (0 files)" in sizes.text(), timeout=WAIT_MS)
+    assert sizes.text().startswith("In memory: 0 MB (0 states)")

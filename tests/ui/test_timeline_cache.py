@@ -51,3 +51,31 @@ def test_a_memory_cache_restore_is_a_part_of_the_timeline_and_a_fact(
             shown.close()
     finally:
         theme.install(qapp, dark=False)
+
+
+@pytest.mark.slow
+def test_a_real_switch_back_shows_the_memory_restore_in_the_timeline(
+    qtbot: Any, qapp: QApplication, window: Any, services: Any, tmp_path: Path
+) -> None:
+    """No recorded row: the starter model answers in conversation A, then B, then A again in
+    the window, and A's last reply's timeline shows its restore from the memory cache."""
+    from tests.chat.test_cache_source_real import STORY
+    from tests.ui.test_timeline_real import _send_and_open
+
+    agent = window.current_agent
+    a = services.conversations.create(agent.id, "A").id
+    b = services.conversations.create(agent.id, "B").id
+    window.open_conversation(a)
+    _send_and_open(qtbot, window, STORY + " What did he watch?")[0].close()
+    window.open_conversation(b)
+    _send_and_open(qtbot, window, "Name three rivers in Europe.")[0].close()
+    window.open_conversation(a)
+    panel, row = _send_and_open(qtbot, window, "And then?")
+    assert row["cache_source"] == "memory" and row["cache_restore_ms"] is not None
+    assert "restored from the memory cache in" in panel.fact_values["cache"].text()
+    assert "restoring the prompt cache" in panel.legend_text()
+    out = Path(os.environ.get("SIMI_SCREENSHOT_DIR") or tmp_path)
+    out.mkdir(parents=True, exist_ok=True)
+    panel.resize(panel.width(), panel.scroll.widget().sizeHint().height() + 72)
+    qapp.processEvents()
+    assert panel.grab().save(str(out / "timeline_memory_cache_real_light.png"))
