@@ -18,6 +18,11 @@ conversation takes longer to read. Tokens it already read in an earlier call can
 <li><b>KV cache</b>: the model's notes about every token it has read (their attention keys and
 values), kept in memory so each new token does not re-read the whole conversation. It grows
 with the context size.</li>
+<li><b>Prompt cache</b> (local models): when you return to a conversation, SIMI puts back the
+notes it kept for it (<i>restored from the memory cache</i>) instead of reading it again; a
+long system prompt's notes are also saved on disk, so the first message after a restart skips
+it (<i>from the saved system prompt</i>). The timeline shows restoring as its own short part
+before the prefill.</li>
 <li><b>TTFT</b> (time to first token): how long you waited before the first word appeared.
 It holds everything before it: queueing, starting and loading a local model, connecting to a
 server, and the prefill.</li>
