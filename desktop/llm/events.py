@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-FinishReason = Literal["stop", "length", "cancelled", "error"]
+FinishReason = Literal["stop", "length", "cancelled", "error", "tool_calls"]
 TokenSource = Literal["reported", "counted"]
 
 
@@ -115,10 +115,31 @@ class PrefillProgress:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCall:
+    """The model asks for a tool: one whole call, after any text of the same reply. ``id``
+    pairs it with its result (the provider's own id, or one made up when it has none);
+    ``arguments`` is the model's raw JSON text, complete but not validated (a later step
+    returns malformed arguments to the model as an error). A reply that asked for tools ends
+    with ``Finished("tool_calls")``."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
 class Finished:
     reason: FinishReason
 
 
 StreamEvent = (
-    TextDelta | ReasoningDelta | Usage | Timing | RunInfo | Queued | PrefillProgress | Finished
+    TextDelta
+    | ReasoningDelta
+    | Usage
+    | Timing
+    | RunInfo
+    | Queued
+    | PrefillProgress
+    | ToolCall
+    | Finished
 )

@@ -4,17 +4,31 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
-from desktop.llm.events import StreamEvent
+from desktop.llm.events import StreamEvent, ToolCall
 
-Role = Literal["system", "user", "assistant"]
+Role = Literal["system", "user", "assistant", "tool"]
 
 
 @dataclass(frozen=True, slots=True)
 class ChatMessage:
     role: Role
     content: str
+    # An assistant message that called tools (its text may be empty), in the order called.
+    tool_calls: tuple[ToolCall, ...] = ()
+    # role "tool": the result of the call with this id, from the tool of this name.
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool a model may call: its name, what it does, and its arguments' JSON schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +49,8 @@ class ChatRequest:
     session_key: str | None = None
     # Whose saved prompt states a local call makes (the agent's id): deleted with the agent.
     cache_owner: str | None = None
+    # Tools the model may call (none: a plain chat call, byte for byte as before).
+    tools: tuple[ToolSpec, ...] = ()
 
 
 class Provider(Protocol):
