@@ -97,6 +97,11 @@ class StatsClock:
                 if self.prefill_first is None:
                     self.prefill_first, self.prefill_started = progress, self._clock()
                 self.prefill_progress = progress
+            case ev.ToolCall():  # model output too: a reply may be only a call
+                now = self._clock()
+                if self.first_token is None:
+                    self.first_token = now
+                self.last_token = now
             case ev.Finished():
                 pass
             case _:
