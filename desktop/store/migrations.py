@@ -448,6 +448,46 @@ def m008_cache_source(db: sqlite_utils.Database) -> None:
             db.execute(f"ALTER TABLE inference_stats ADD COLUMN {name} {sql_type}")
 
 
+def m009_mcp_servers(db: sqlite_utils.Database) -> None:
+    """Issue 18's tools: MCP servers (``store/tools.py``), which servers and tools each agent may
+    use (``agent_tools``; tool '*' = all of a server's tools) and the "always allow this tool for
+    this agent" grants (``tool_grants``). No secret is stored here: a secret environment value or
+    a bearer key lives in the keyring, under ``secret_key_ref``/``bearer_key_ref``."""
+    db.executescript(
+        """
+        CREATE TABLE IF NOT EXISTS mcp_servers (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE COLLATE NOCASE,
+            transport TEXT NOT NULL CHECK (transport IN ('stdio', 'http')),
+            command TEXT NOT NULL DEFAULT '',
+            args TEXT NOT NULL DEFAULT '[]',  -- JSON list
+            cwd TEXT,
+            env TEXT NOT NULL DEFAULT '{}',  -- JSON object of plain (not secret) values
+            secret_env TEXT NOT NULL DEFAULT '[]',  -- JSON list of names; values in the keyring
+            url TEXT NOT NULL DEFAULT '',
+            bearer_key_ref TEXT,  -- names the keyring entry of the bearer key (not a secret)
+            timeout_s REAL NOT NULL DEFAULT 60.0,
+            enabled INTEGER NOT NULL DEFAULT 1,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS agent_tools (
+            agent_id INTEGER NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            server TEXT NOT NULL COLLATE NOCASE,
+            tool TEXT NOT NULL,  -- '*': every tool of the server
+            PRIMARY KEY (agent_id, server, tool)
+        );
+        CREATE TABLE IF NOT EXISTS tool_grants (
+            agent_id INTEGER NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            server TEXT NOT NULL COLLATE NOCASE,
+            tool TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (agent_id, server, tool)
+        );
+        """
+    )
+
+
 Migration = tuple[str, Callable[[sqlite_utils.Database], None]]
 
 MIGRATIONS: list[Migration] = [
@@ -459,4 +499,5 @@ MIGRATIONS: list[Migration] = [
     ("m006_dashboard_indexes", m006_dashboard_indexes),
     ("m007_compare", m007_compare),
     ("m008_cache_source", m008_cache_source),
+    ("m009_mcp_servers", m009_mcp_servers),
 ]
