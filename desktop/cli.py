@@ -7,6 +7,7 @@ simi stats [--agent NAME ...] [--since DATE] [--until DATE] [--json|--csv] [--ro
                                                                         (desktop.cli_stats)
 simi models list|gpu [--json] | add-folder PATH | remove-folder PATH   (desktop.cli_models)
 simi bench --agents A,B --prompts FILE [--repeat N] [--json|--csv]      (desktop.cli_bench)
+simi mcp add|list|tools|remove                                          (desktop.cli_mcp)
 simi export CONVERSATION [--format md|json] [-o FILE]
 simi import FILE
 simi db move-aside
@@ -22,7 +23,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from desktop import APP_NAME, __version__, cli_ask, cli_bench, cli_models, cli_stats
+from desktop import APP_NAME, __version__, cli_ask, cli_bench, cli_mcp, cli_models, cli_stats
 from desktop.chat.agent_rules import number_field, parse_number
 from desktop.errors import UserError, ValidationError
 
@@ -154,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("file", help="a file written by `simi export --format json` ('-': stdin)")
 
     cli_models.add_parser(sub)
+    cli_mcp.add_parser(sub)
 
     db = sub.add_parser("db", help="database maintenance")
     dsub = db.add_subparsers(dest="db_command", required=True)
@@ -210,6 +212,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _db(args)
         if args.command == "models":
             return cli_models.run(args)
+        if args.command == "mcp":
+            return cli_mcp.run(args)
         from desktop.chat.services import Services
         from desktop.settings.paths import AppPaths
 

@@ -21,7 +21,8 @@ ALLOWED = {
     "store": {"errors"},
     "settings": {"errors", "store"},
     "hub": {"errors", "local", "settings"},
-    "chat": {"errors", "llm", "local", "store", "settings", "hub"},
+    "tools": {"errors", "settings", "store"},
+    "chat": {"errors", "llm", "local", "store", "settings", "hub", "tools"},
 }
 
 
@@ -33,6 +34,7 @@ def test_qt_free_core_imports_no_pyside6() -> None:
         "import desktop.llm.openai_compat, desktop.local.provider, desktop.local.engine\n"
         "import desktop.store.db, desktop.settings.secrets, desktop.cli\n"
         "import desktop.hub.service, desktop.hub.files, desktop.hub.downloads\n"
+        "import desktop.tools.manager, desktop.tools.config, desktop.cli_mcp\n"
         "bad = sorted(m for m in sys.modules if m.startswith(('PySide6', 'shiboken6', 'qasync')))\n"
         "print(','.join(bad))\n"
     )
@@ -81,9 +83,11 @@ def test_every_error_a_person_sees_is_a_user_error_in_its_own_home() -> None:
     from desktop.llm import errors as llm_errors
     from desktop.settings.secrets import SecretsUnavailable
     from desktop.store.errors import StoreUnavailable
+    from desktop.tools.errors import ToolServerError, ToolTimeout
 
     for cls in (ValidationError, StoreUnavailable, SecretsUnavailable, ExportError):
         assert issubclass(cls, UserError), cls
+    assert issubclass(ToolTimeout, ToolServerError) and issubclass(ToolServerError, UserError)
     assert StoreUnavailable.__module__ == "desktop.store.errors"
     assert SecretsUnavailable.__module__ == "desktop.settings.secrets"
     assert ValidationError.__module__ == UserError.__module__ == "desktop.errors"
