@@ -125,6 +125,9 @@ class ToolCall:
     id: str
     name: str
     arguments: str
+    # An opaque token the provider wants back with this call in the next request (Gemini's
+    # ``thoughtSignature``; Gemini 3 refuses a history whose calls lack it). None: none sent.
+    signature: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,19 +11,45 @@ Usage: ``prompt_tokens`` = ``promptTokenCount`` (includes the cached part),
 ``output_tokens`` = ``candidatesTokenCount`` + ``thoughtsTokenCount`` (so that, as with OpenAI
 and Anthropic, output includes reasoning). A reply stopped by Gemini's safety filters is raised
 as ``BadResponse`` (with the text so far kept by the caller), never passed off as finished.
+
+Tools (``ChatRequest.tools``) go as ``tools=[{"functionDeclarations": [{name, description,
+parameters}]}]``, the parameters cut down to the OpenAPI subset Gemini's ``Schema`` has fields
+for (``gemini_schema``: it refuses the whole request over an unknown key such as ``$schema``,
+``additionalProperties`` or ``const``). A call is a whole ``functionCall`` part (name, ``args``
+object, an ``id`` on newer models; one is made up when there is none) that may carry a
+``thoughtSignature`` beside it, kept on the ``ToolCall`` and sent back with the call (Gemini 3
+refuses a history without it). Results go back as ``functionResponse`` parts in a user turn
+(``{"result": text}``, or ``{"error": text}`` for a failed tool). ``MALFORMED_FUNCTION_CALL``
+(the model could not write a call Gemini accepts) is a ``BadResponse`` in words.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any, Unpack
 from urllib.parse import quote
 
 from desktop.llm.errors import BadResponse
-from desktop.llm.events import FinishReason, ReasoningDelta, StreamEvent, TextDelta, Usage
-from desktop.llm.provider import ChatRequest
+from desktop.llm.events import (
+    FinishReason,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    Usage,
+)
+from desktop.llm.provider import ChatMessage, ChatRequest, ToolSpec
+from desktop.llm.tool_wire import (
+    arguments_object,
+    finish_with_calls,
+    made_up,
+    new_call_id,
+    plain,
+    system_and_groups,
+)
 from desktop.llm.transport import HostedOptions, HostedProvider, HttpEndpoint, ReplyReader
-from desktop.llm.wire import sampling_fields, system_and_turns, whole
+from desktop.llm.wire import sampling_fields, whole
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 _FINISH: dict[str, FinishReason] = {
@@ -31,7 +57,32 @@ _FINISH: dict[str, FinishReason] = {
     "MAX_TOKENS": "length",
     "OTHER": "stop",
     "FINISH_REASON_UNSPECIFIED": "stop",
-    "MALFORMED_FUNCTION_CALL": "stop",
+}
+# The keys of Gemini's Schema object (the generativelanguage v1beta ``Schema`` message); any
+# other key of a JSON schema is dropped before it is sent.
+_SCHEMA_KEYS = {
+    "type",
+    "format",
+    "title",
+    "description",
+    "nullable",
+    "enum",
+    "maxItems",
+    "minItems",
+    "properties",
+    "required",
+    "minProperties",
+    "maxProperties",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "example",
+    "anyOf",
+    "propertyOrdering",
+    "default",
+    "items",
+    "minimum",
+    "maximum",
 }
 _BLOCKED = {
     "SAFETY",
@@ -52,6 +103,7 @@ class _Frames(ReplyReader):
     def __init__(self, http: HttpEndpoint, request: ChatRequest) -> None:
         super().__init__(http, request)
         self.meta: dict[str, Any] = {}
+        self.calls: list[ToolCall] = []
 
     def read(self, event: str, frame: dict[str, Any]) -> Iterator[StreamEvent]:
         where = self.http.where
@@ -75,15 +127,36 @@ class _Frames(ReplyReader):
             text = part.get("text") if isinstance(part, dict) else None
             if isinstance(text, str) and text:
                 yield ReasoningDelta(text) if part.get("thought") else TextDelta(text)
+            call = part.get("functionCall") if isinstance(part, dict) else None
+            if isinstance(call, dict):
+                self.calls.append(_tool_call(call, part.get("thoughtSignature")))
         reason = candidate.get("finishReason")
         if reason:
             reason = str(reason)
+            if reason == "MALFORMED_FUNCTION_CALL":
+                raise BadResponse(
+                    f"{where} could not write a call to a tool in a form it accepts "
+                    "(MALFORMED_FUNCTION_CALL). The text so far is kept; press Retry, or "
+                    "rephrase the message."
+                )
             if reason in _BLOCKED:
                 raise BadResponse(
                     f"{where} stopped the reply ({reason}). The text so far is "
                     "kept; rephrase the message to continue."
                 )
             self.reason = _FINISH.get(reason, "stop")
+
+    def finish(self) -> Iterator[StreamEvent]:
+        if not self.complete() and self.calls:
+            raise BadResponse(
+                f"{self.http.where} ended the reply after asking for the tool "
+                f"“{self.calls[-1].name}”, before the reply was complete, so it was not run. "
+                "The text so far is kept; press Retry to ask again."
+            )
+        if self.complete():
+            self.reason = finish_with_calls(self.http.where, self.reason, self.calls)
+            yield from self.calls
+        yield from super().finish()
 
     def usage(self) -> Usage:
         meta = self.meta
@@ -131,15 +204,14 @@ class GeminiProvider(HostedProvider):
         return f"{self._http.base_url}/models/{model}:streamGenerateContent?alt=sse"
 
     def _body(self, request: ChatRequest) -> dict[str, Any]:
-        system, turns = system_and_turns(request.messages)
+        system, groups = system_and_groups(request.messages)
         contents = [
-            {
-                "role": "model" if role == "assistant" else "user",
-                "parts": [{"text": t} for t in texts],
-            }
-            for role, texts in turns
+            {"role": "model" if side == "assistant" else "user", "parts": _parts(group)}
+            for side, group in groups
         ]
         body: dict[str, Any] = {"contents": contents}
+        if request.tools:
+            body["tools"] = [{"functionDeclarations": [_declaration(t) for t in request.tools]}]
         if system:
             body["systemInstruction"] = {"parts": [{"text": system}]}
         config = sampling_fields(
@@ -167,3 +239,86 @@ class GeminiProvider(HostedProvider):
             if methods is None or "generateContent" in methods:
                 names.add(str(m["name"]).removeprefix("models/"))
         return sorted(names)
+
+
+def _tool_call(call: dict[str, Any], signature: object) -> ToolCall:
+    """A ``functionCall`` part as a call: its args object back to JSON text."""
+    args = call.get("args")
+    return ToolCall(
+        str(call.get("id") or "") or new_call_id(),
+        str(call.get("name") or ""),
+        json.dumps(args if args is not None else {}, ensure_ascii=False),
+        signature=signature if isinstance(signature, str) and signature else None,
+    )
+
+
+def _parts(group: list[ChatMessage]) -> list[dict[str, Any]]:
+    """One turn's parts: a text part per message (as before tools), calls as
+    ``functionCall`` parts, results as ``functionResponse`` parts."""
+    if plain(group):
+        return [{"text": m.content} for m in group]
+    parts: list[dict[str, Any]] = []
+    for m in group:
+        if m.role == "tool":
+            response: dict[str, Any] = {
+                "name": m.name or "",
+                "response": {"error" if m.is_error else "result": m.content},
+            }
+            if not made_up(m.tool_call_id):
+                response["id"] = m.tool_call_id  # Gemini's own id (ours are made up)
+            parts.append({"functionResponse": response})
+            continue
+        if m.content:
+            parts.append({"text": m.content})
+        for c in m.tool_calls:
+            function: dict[str, Any] = {"name": c.name, "args": arguments_object(c)}
+            if not made_up(c.id):
+                function["id"] = c.id
+            part: dict[str, Any] = {"functionCall": function}
+            if c.signature:
+                part["thoughtSignature"] = c.signature
+            parts.append(part)
+    return parts
+
+
+def _declaration(tool: ToolSpec) -> dict[str, Any]:
+    declaration: dict[str, Any] = {"name": tool.name, "description": tool.description}
+    parameters = gemini_schema(tool.parameters) if tool.parameters else {}
+    if parameters.get("properties"):  # Gemini refuses an object schema with no properties
+        declaration["parameters"] = parameters
+    return declaration
+
+
+def gemini_schema(schema: Any) -> Any:
+    """A JSON schema cut down to what Gemini's ``Schema`` accepts: unknown keys dropped
+    (``$schema``, ``additionalProperties``, ``const``, ``$ref``...), recursively through
+    ``properties``, ``items`` and ``anyOf``; a ``const`` becomes a one-value ``enum``; a type
+    list such as ``["string", "null"]`` becomes its one type with ``nullable``; ``required``
+    keeps only names that are properties (Gemini refuses the rest)."""
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key not in _SCHEMA_KEYS:
+            continue
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {name: gemini_schema(sub) for name, sub in value.items()}
+        elif key == "items":
+            out[key] = gemini_schema(value)
+        elif key == "anyOf" and isinstance(value, list):
+            out[key] = [gemini_schema(sub) for sub in value]
+        elif key == "type" and isinstance(value, list):
+            types = [t for t in value if t != "null"]
+            out[key] = types[0] if len(types) == 1 else "string"
+            if "null" in value:
+                out["nullable"] = True
+        else:
+            out[key] = value
+    if "const" in schema and "enum" not in out:
+        out["enum"] = [schema["const"]]
+    if isinstance(out.get("required"), list):
+        names = set(out.get("properties") or {})
+        out["required"] = [n for n in out["required"] if n in names]
+        if not out["required"]:
+            del out["required"]
+    return out

@@ -11,16 +11,34 @@ even with ``include_usage``): output tokens are the number of content and reason
 (llama.cpp-family servers send one token per delta; servers that batch tokens are undercounted),
 prompt tokens are the prompt's characters / 4 (a common rule of thumb for English text, off by
 tens of percent for code or other languages). Both are marked ``source="counted"``.
+
+Tools (``ChatRequest.tools``) go as ``tools=[{"type": "function", "function": {name,
+description, parameters}}]``; an assistant turn that called tools as ``tool_calls`` (its
+content null when it wrote no text), a result as a ``role: "tool"`` message with its
+``tool_call_id``. A streamed call arrives in ``delta.tool_calls[i]`` fragments: ``index``
+says which call, the first fragment has its ``id`` and ``function.name``, ``function.arguments``
+comes in pieces; several calls interleave by index (Ollama sends every call of a batch at index
+0, told apart by a new id). The whole calls are yielded at the end (``desktop.llm.tool_wire``).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any, Unpack
 
-from desktop.llm.events import FinishReason, ReasoningDelta, StreamEvent, TextDelta, Timing, Usage
+from desktop.llm.events import (
+    FinishReason,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    Timing,
+    ToolCall,
+    Usage,
+)
 from desktop.llm.http_errors import unavailable
-from desktop.llm.provider import ChatRequest
+from desktop.llm.provider import ChatMessage, ChatRequest
+from desktop.llm.tool_wire import cut_mid_call, finish_with_calls, new_call_id
 from desktop.llm.transport import HttpEndpoint, HttpOptions, HttpProvider, ReplyReader
 from desktop.llm.wire import sampling_fields
 
@@ -28,8 +46,8 @@ _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
     "length": "length",
     "content_filter": "stop",
-    "tool_calls": "stop",
-    "function_call": "stop",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
     "eos": "stop",
 }
 CHARS_PER_TOKEN = 4
@@ -51,6 +69,10 @@ class _ChatCompletion(ReplyReader):
         self.deltas = 0
         self.reported_usage: dict[str, Any] | None = None
         self.timings: dict[str, Any] | None = None
+        # Calls being written: [id, name, argument pieces], in the order first seen; the
+        # stream's index of each call -> its place here.
+        self.calls: list[list[Any]] = []
+        self.slot_of: dict[int, int] = {}
 
     def read(self, event: str, chunk: dict[str, Any]) -> Iterator[StreamEvent]:
         self.chunks += 1
@@ -73,6 +95,10 @@ class _ChatCompletion(ReplyReader):
             if isinstance(content, str) and content:
                 self.deltas += 1
                 yield TextDelta(content)
+            for fragment in delta.get("tool_calls") or []:
+                if isinstance(fragment, dict):
+                    self.deltas += 1  # a call's tokens count as output like text
+                    self._fragment(fragment)
             if choice.get("finish_reason"):
                 self.reason = _FINISH.get(str(choice["finish_reason"]), "stop")
         if isinstance(chunk.get("usage"), dict):
@@ -87,10 +113,36 @@ class _ChatCompletion(ReplyReader):
                 reported_by="server",
             )
 
+    def _fragment(self, fragment: dict[str, Any]) -> None:
+        """One piece of a streamed call: a new call (a new index, or a new id at an index
+        already used, as Ollama sends a batch) or more of the arguments of one."""
+        index = fragment.get("index")
+        call_id = fragment.get("id")
+        if not isinstance(index, int):  # no index: a new call when it has an id, else the last
+            index = -1 - len(self.calls) if call_id or not self.calls else -len(self.calls)
+        function = fragment.get("function") or {}
+        slot = self.slot_of.get(index)
+        if slot is None or (call_id and self.calls[slot][0] and call_id != self.calls[slot][0]):
+            slot = self.slot_of[index] = len(self.calls)
+            self.calls.append(["", "", []])
+        call = self.calls[slot]
+        if isinstance(call_id, str) and call_id:
+            call[0] = call_id
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str) and name:
+            call[1] += name if call[1] != name else ""
+        pieces = function.get("arguments") if isinstance(function, dict) else None
+        if isinstance(pieces, str):
+            call[2].append(pieces)
+        elif isinstance(pieces, dict):  # a server that sends the arguments as an object
+            call[2].append(json.dumps(pieces))
+
     def complete(self) -> bool:
         return self.done or self.reason is not None
 
     def finish(self) -> Iterator[StreamEvent]:
+        if not self.complete() and self.calls:
+            raise cut_mid_call(self.http.where, self.calls[-1][1])
         if not self.complete() and self.chunks == 0:
             # llama_cpp.server answers 200 and then nothing when the prompt overflows n_ctx.
             raise unavailable(
@@ -98,6 +150,14 @@ class _ChatCompletion(ReplyReader):
                 "is long it may not fit the model's context (start a new one); otherwise "
                 "press Retry."
             )
+        if not self.complete():
+            raise self.http.ended_early()
+        calls = [
+            ToolCall(call_id or new_call_id(), name, "".join(pieces) or "{}")
+            for call_id, name, pieces in self.calls
+        ]
+        self.reason = finish_with_calls(self.http.where, self.reason, calls)
+        yield from calls
         yield from super().finish()
 
     def usage(self) -> Usage:
@@ -162,15 +222,47 @@ class OpenAICompatProvider(HttpProvider):
     def _body(self, request: ChatRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": request.model,
-            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "messages": [_message(m) for m in request.messages],
             "stream": True,
             "stream_options": {"include_usage": True},
         }
+        if request.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters or {"type": "object", "properties": {}},
+                    },
+                }
+                for t in request.tools
+            ]
         return body | sampling_fields(request.sampling)
 
     async def list_models(self) -> list[str]:
         items = await self._model_items(f"{self._http.base_url}/models", "data")
         return sorted({str(m["id"]) for m in items if isinstance(m, dict) and m.get("id")})
+
+
+def _message(m: ChatMessage) -> dict[str, Any]:
+    """One message as Chat Completions takes it (text-only ones exactly as before tools)."""
+    if m.role == "tool":
+        return {"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content}
+    if m.role == "assistant" and m.tool_calls:
+        return {
+            "role": "assistant",
+            "content": m.content or None,
+            "tool_calls": [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in m.tool_calls
+            ],
+        }
+    return {"role": m.role, "content": m.content}
 
 
 def _int(value: object) -> int | None:

@@ -20,6 +20,9 @@ class ChatMessage:
     # role "tool": the result of the call with this id, from the tool of this name.
     tool_call_id: str | None = None
     name: str | None = None
+    # role "tool": the tool failed and ``content`` says how (Anthropic's ``is_error``; the
+    # other protocols have no flag and get the text alone).
+    is_error: bool = False
 
 
 @dataclass(frozen=True, slots=True)

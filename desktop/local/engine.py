@@ -5,7 +5,8 @@ render the conversation with the model's chat template, reuse the KV cache for t
 common prefix, stream text (held back while it may be the start of a stop string), and stop
 within one token when the cancel flag is set (within one batch during prefill, through
 llama.cpp's abort callback). Loading, and the out-of-GPU-memory retry, are in
-``desktop.local.loading``.
+``desktop.local.loading``. A request with tools goes through ``desktop.local.tool_calls``:
+the model's own template with the tools, or a grammar-constrained reply (and a notice).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from desktop.llm.events import (
     Usage,
 )
 from desktop.llm.provider import ChatMessage, ChatRequest
+from desktop.llm.tool_wire import length_mid_call
+from desktop.local import tool_calls
 from desktop.local.gpu import backend_name
 from desktop.local.loading import (
     CHATML_TEMPLATE_NOTE,
@@ -130,15 +133,18 @@ class LocalEngine:
 
     @staticmethod
     def render_prompt(
-        model: LoadedModel, messages: tuple[ChatMessage, ...]
+        model: LoadedModel,
+        messages: tuple[ChatMessage, ...],
+        plan: tool_calls.ToolPlan | None = None,
     ) -> tuple[str, tuple[str, ...], bool, bool]:
-        """``format_prompt`` and whether ChatML was used (no template, or a broken one)."""
-        msgs = [{"role": m.role, "content": m.content} for m in messages]
+        """``format_prompt`` and whether ChatML was used (no template, or a broken one).
+        ``plan``: a request with tools, its messages (and, template mode, tools) rendered."""
+        msgs = plan.messages if plan else [{"role": m.role, "content": m.content} for m in messages]
         formatter = compiled_template(model)
         if formatter is None:
             return chatml_prompt(msgs), ("<|im_end|>",), False, True
         try:
-            result = formatter(messages=msgs)
+            result = formatter(messages=msgs, tools=plan.tools if plan else None)
         except Exception as exc:  # a template that fails at render: say so, use ChatML
             log.warning("chat template of %s failed (%s); using ChatML", model.path.name, exc)
             return chatml_prompt(msgs), ("<|im_end|>",), False, True
@@ -203,6 +209,8 @@ class LocalEngine:
         """The tokens of the system prompt alone, as the template renders it (None when it is
         too short to be worth saving)."""
         first = request.messages[0] if request.messages else None
+        if request.tools:  # the tools change how the system prompt renders: nothing to save
+            return None
         if first is None or first.role != "system" or len(first.content) < SAVE_MIN_TOKENS:
             return None
         text, _stops, has_bos, _chatml = LocalEngine.render_prompt(model, (first,))
@@ -264,10 +272,27 @@ class LocalEngine:
         n_ctx = int(llm.n_ctx())
         load_params = params.as_dict()
         load_params["n_gpu_layers"] = model.gpu_layers_used
-        prompt, template_stops, has_bos, chatml = self.render_prompt(model, request.messages)
+        tools_plan = tool_calls.plan_tools(
+            request.tools,
+            request.messages,
+            template=model.template if compiled_template(model) is not None else None,
+            model_name=model.name,
+        )
+        prompt, template_stops, has_bos, chatml = self.render_prompt(
+            model, request.messages, tools_plan
+        )
+        if tools_plan is not None and chatml and tools_plan.mode == "template":
+            # the template takes tools but failed with them: the grammar path instead
+            tools_plan = tool_calls.as_grammar(
+                tools_plan, request.tools, request.messages, model.name
+            )
+            prompt, template_stops, has_bos, chatml = self.render_prompt(model, (), tools_plan)
         notice = model.notice
         if chatml and model.template_note is None:  # the template failed on this conversation
             notice = " ".join(n for n in (notice, CHATML_TEMPLATE_NOTE) if n)
+        if tools_plan is not None and tools_plan.notice:
+            notice = " ".join(n for n in (notice, tools_plan.notice) if n)
+        reply = tools_plan.reply() if tools_plan is not None else None
         yield RunInfo(
             model_reported=model.name,
             backend=backend_name(),
@@ -318,6 +343,7 @@ class LocalEngine:
             # A mild penalty: small models (the 135M starter) otherwise loop on one line.
             repeat_penalty=1.1,
             reset=True,
+            grammar=tools_plan.grammar() if tools_plan is not None else None,
         )
         self._set_abort(model, cancel)  # prefill: llama.cpp checks the flag between nodes
         self._apply_threads(llm)
@@ -350,7 +376,7 @@ class LocalEngine:
                 held += decoder.decode(llm.detokenize([token], special=False))
                 emit, held, hit = _split_on_stops(held, stops)
                 if emit:
-                    yield TextDelta(emit)
+                    yield from reply.feed(emit) if reply else (TextDelta(emit),)
                 if hit:
                     finish = "stop"
                     held = ""
@@ -374,7 +400,12 @@ class LocalEngine:
             self._set_abort(model, None)
         held += decoder.decode(b"", final=True)
         if held:
-            yield TextDelta(held)
+            yield from reply.feed(held) if reply else (TextDelta(held),)
+        if reply is not None and finish == "length" and reply.writing_call:
+            raise length_mid_call(model.name, tool_calls.call_name(reply.text))
+        if reply is not None and finish == "stop":
+            yield from reply.close()
+            finish = "tool_calls" if reply.calls else finish
         perf = None
         with contextlib.suppress(Exception):
             perf = llama_cpp.llama_perf_context(ctx)
@@ -395,7 +426,7 @@ class LocalEngine:
             reported_by="llama.cpp" if perf is not None else None,
             cache_restore_ms=plan.restore_ms,
         )
-        self._remember = finish in ("stop", "length")
+        self._remember = finish in ("stop", "length", "tool_calls")
         yield Finished(finish)  # type: ignore[arg-type]
 
 
