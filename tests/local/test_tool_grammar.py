@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from desktop.llm.errors import BadResponse
 from desktop.llm.events import Finished, RunInfo, TextDelta, ToolCall
 from desktop.llm.provider import ChatMessage, ChatRequest, Sampling, ToolSpec
 from desktop.local import tool_calls
@@ -124,6 +125,21 @@ def test_grammar_path_renders_tool_results_as_turns_the_model_can_read(engine) -
         assert call.name in ("add", "clock")
     else:
         assert "".join(e.text for e in events if isinstance(e, TextDelta)).strip()
+
+
+@pytest.mark.slow
+def test_token_limit_in_the_middle_of_a_grammar_call_is_an_error_not_a_call(engine) -> None:
+    cut = ChatRequest(
+        "m", ASK.messages, Sampling(max_tokens=6, temperature=0.0, seed=1), tools=ASK.tools
+    )
+    events: list = []
+    with pytest.raises(BadResponse) as info:
+        for event in engine.generate(
+            LoadParams(str(gguf_files.starter()), n_ctx=1024), cut, threading.Event()
+        ):
+            events.append(event)
+    assert "token limit" in info.value.user_message and "max tokens" in info.value.user_message
+    assert not [e for e in events if isinstance(e, ToolCall | TextDelta)]
 
 
 @pytest.mark.slow
