@@ -184,6 +184,7 @@ class FakeHub:
         self.cut_after: int | None = None
         self.corrupt: set[str] = set()
         self.throttle_bps: float | None = None
+        self.stopping = False
         self.ignore_range = False
         self.redirect_lfs = True
         self.tree_page_size: int | None = None
@@ -223,6 +224,9 @@ class FakeHub:
         return self
 
     def stop(self) -> None:
+        # a body still being sent (throttled) ends now, so no client thread reads it on
+        self.stopping = True
+        self.throttle_bps = None
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -398,6 +402,9 @@ class _Handler(BaseHTTPRequestHandler):
         sent = 0
         began = time.monotonic()
         while sent < limit:
+            if self.fake.stopping:
+                self.close_connection = True
+                return
             piece = body[sent : min(sent + chunk, limit)]
             self.wfile.write(piece)
             sent += len(piece)

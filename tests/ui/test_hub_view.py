@@ -53,7 +53,9 @@ class HugeRepo(FakeRepo):
 
 
 @pytest.fixture
-def hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
+def hub(monkeypatch: pytest.MonkeyPatch, qloop: Any) -> Iterator[FakeHub]:
+    """The fake hub, set up after the loop so it is torn down first: a worker thread still
+    reading a throttled body would otherwise hold the loop's shutdown until it ends."""
     repos = default_repos()
     repos[HUGE_REPO] = HugeRepo(HUGE_REPO, {HUGE_FILE: b"GGUF"}, downloads=7, likes=1)
     with fake_hub(repos) as server:
