@@ -1,4 +1,5 @@
 """Append-only list of named, idempotent schema steps. Never edit or reorder a shipped step.
+The steps after m006 live in ``migrations_features.py``.
 
 ``db.migrate`` runs each step in its own transaction: a step must not COMMIT, and must not use
 statements SQLite refuses inside one (``VACUUM``, ``PRAGMA foreign_keys``, ``journal_mode``).
@@ -10,6 +11,12 @@ import re
 from collections.abc import Callable
 
 import sqlite_utils
+
+from desktop.store.migrations_features import (
+    m007_compare,
+    m008_cache_source,
+    m009_mcp_servers,
+)
 
 
 def m001_initial(db: sqlite_utils.Database) -> None:
@@ -326,166 +333,6 @@ def m006_dashboard_indexes(db: sqlite_utils.Database) -> None:
             f"CREATE INDEX IF NOT EXISTS {name} ON inference_stats "
             f"(agent_name COLLATE NOCASE, {column}, started_at) WHERE {column} IS NOT NULL"
         )
-
-
-def m007_compare(db: sqlite_utils.Database) -> None:
-    """Compare mode: sessions of side-by-side columns (each an ordinary conversation), pairwise
-    votes, saved agent sets, and prompt-set runs with one row per call (its stats row in
-    inference_stats, tagged with the run)."""
-    db.executescript(
-        """
-        CREATE TABLE IF NOT EXISTS compare_sessions (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            title TEXT NOT NULL DEFAULT '',
-            blind INTEGER NOT NULL DEFAULT 0,
-            revealed INTEGER NOT NULL DEFAULT 0,  -- a blind session's names were shown
-            fair_seed INTEGER,  -- "same seed and temperature for all", or NULL
-            fair_temperature REAL,
-            created_at TEXT NOT NULL,
-            updated_at TEXT NOT NULL
-        );
-        CREATE TABLE IF NOT EXISTS compare_columns (
-            session_id INTEGER NOT NULL REFERENCES compare_sessions(id) ON DELETE CASCADE,
-            position INTEGER NOT NULL,  -- left to right, as shown (blind: a shuffled order)
-            label TEXT NOT NULL,  -- "A", "B", ... by position
-            agent_id INTEGER REFERENCES agents(id) ON DELETE SET NULL,
-            agent_name TEXT NOT NULL,  -- kept when the agent is deleted
-            conversation_id INTEGER REFERENCES conversations(id) ON DELETE SET NULL,
-            PRIMARY KEY (session_id, position)
-        );
-        CREATE TABLE IF NOT EXISTS compare_votes (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            session_id INTEGER REFERENCES compare_sessions(id) ON DELETE SET NULL,
-            prompt TEXT NOT NULL,
-            left_agent_id INTEGER REFERENCES agents(id) ON DELETE SET NULL,
-            left_agent_name TEXT NOT NULL,
-            left_message_id INTEGER,
-            right_agent_id INTEGER REFERENCES agents(id) ON DELETE SET NULL,
-            right_agent_name TEXT NOT NULL,
-            right_message_id INTEGER,
-            outcome TEXT NOT NULL CHECK (outcome IN ('left', 'right', 'tie', 'both_bad')),
-            blind INTEGER NOT NULL DEFAULT 1,
-            created_at TEXT NOT NULL
-        );
-        CREATE INDEX IF NOT EXISTS compare_votes_agents
-            ON compare_votes (left_agent_name, right_agent_name);
-        CREATE INDEX IF NOT EXISTS compare_votes_by_session ON compare_votes (session_id, id);
-        CREATE TABLE IF NOT EXISTS agent_sets (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            name TEXT NOT NULL UNIQUE COLLATE NOCASE,
-            agent_ids TEXT NOT NULL,  -- JSON list, in column order
-            created_at TEXT NOT NULL
-        );
-        CREATE TABLE IF NOT EXISTS prompt_runs (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            title TEXT NOT NULL DEFAULT '',
-            prompts TEXT NOT NULL,  -- JSON list of strings
-            agent_ids TEXT NOT NULL,  -- JSON list
-            agent_names TEXT NOT NULL,  -- JSON list, parallel to agent_ids
-            repeat INTEGER NOT NULL DEFAULT 1,
-            status TEXT NOT NULL DEFAULT 'running'
-                CHECK (status IN ('running', 'paused', 'cancelled', 'complete', 'interrupted')),
-            created_at TEXT NOT NULL,
-            updated_at TEXT NOT NULL
-        );
-        CREATE TABLE IF NOT EXISTS prompt_run_calls (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            run_id INTEGER NOT NULL REFERENCES prompt_runs(id) ON DELETE CASCADE,
-            prompt_index INTEGER NOT NULL,
-            agent_id INTEGER REFERENCES agents(id) ON DELETE SET NULL,
-            agent_name TEXT NOT NULL,
-            repetition INTEGER NOT NULL,  -- 0 .. repeat-1
-            status TEXT NOT NULL CHECK (status IN ('complete', 'error', 'cancelled')),
-            error_text TEXT,
-            reply TEXT NOT NULL DEFAULT '',
-            stats_id INTEGER REFERENCES inference_stats(id) ON DELETE SET NULL,
-            created_at TEXT NOT NULL,
-            UNIQUE (run_id, prompt_index, agent_name, repetition)
-        );
-        -- agents.id is no AUTOINCREMENT, so a deleted agent's id can come back as a new agent:
-        -- the JSON id lists forget it, as a foreign key would (a set drops it, a run keeps
-        -- its place as null beside the name)
-        CREATE TRIGGER IF NOT EXISTS agent_sets_forget_agent AFTER DELETE ON agents BEGIN
-            UPDATE agent_sets SET agent_ids = (
-                SELECT json_group_array(value) FROM (
-                    SELECT value FROM json_each(agent_sets.agent_ids)
-                    WHERE value IS NOT old.id ORDER BY key
-                )
-            ) WHERE EXISTS (
-                SELECT 1 FROM json_each(agent_sets.agent_ids) WHERE value = old.id
-            );
-        END;
-        CREATE TRIGGER IF NOT EXISTS prompt_runs_forget_agent AFTER DELETE ON agents BEGIN
-            UPDATE prompt_runs SET agent_ids = (
-                SELECT json_group_array(CASE WHEN value = old.id THEN NULL ELSE value END)
-                FROM (SELECT value FROM json_each(prompt_runs.agent_ids) ORDER BY key)
-            ) WHERE EXISTS (
-                SELECT 1 FROM json_each(prompt_runs.agent_ids) WHERE value = old.id
-            );
-        END;
-        """
-    )
-    if "prompt_run_id" not in db["inference_stats"].columns_dict:
-        db.execute("ALTER TABLE inference_stats ADD COLUMN prompt_run_id INTEGER")
-
-
-STATS_COLUMNS_M008 = (
-    # local: where the cached prompt tokens came from: 'context' (already in the model's
-    # context), 'memory' (the worker's prompt-state cache: another conversation's state
-    # restored) or 'saved' (a system prompt's state saved on disk); NULL: none, or not local
-    ("cache_source", "TEXT"),
-    # local: restoring that memory-cached or saved state, before prefill
-    ("cache_restore_ms", "REAL"),
-)
-
-
-def m008_cache_source(db: sqlite_utils.Database) -> None:
-    """Where a local call's cached prompt tokens came from and how long restoring them took
-    (issue 17's prompt-state caches). Rows recorded before keep NULL: not known."""
-    have = {c.name for c in db["inference_stats"].columns}
-    for name, sql_type in STATS_COLUMNS_M008:
-        if name not in have:
-            db.execute(f"ALTER TABLE inference_stats ADD COLUMN {name} {sql_type}")
-
-
-def m009_mcp_servers(db: sqlite_utils.Database) -> None:
-    """Issue 18's tools: MCP servers (``store/tools.py``), which servers and tools each agent may
-    use (``agent_tools``; tool '*' = all of a server's tools) and the "always allow this tool for
-    this agent" grants (``tool_grants``). No secret is stored here: a secret environment value or
-    a bearer key lives in the keyring, under ``secret_key_ref``/``bearer_key_ref``."""
-    db.executescript(
-        """
-        CREATE TABLE IF NOT EXISTS mcp_servers (
-            id INTEGER PRIMARY KEY,
-            name TEXT NOT NULL UNIQUE COLLATE NOCASE,
-            transport TEXT NOT NULL CHECK (transport IN ('stdio', 'http')),
-            command TEXT NOT NULL DEFAULT '',
-            args TEXT NOT NULL DEFAULT '[]',  -- JSON list
-            cwd TEXT,
-            env TEXT NOT NULL DEFAULT '{}',  -- JSON object of plain (not secret) values
-            secret_env TEXT NOT NULL DEFAULT '[]',  -- JSON list of names; values in the keyring
-            url TEXT NOT NULL DEFAULT '',
-            bearer_key_ref TEXT,  -- names the keyring entry of the bearer key (not a secret)
-            timeout_s REAL NOT NULL DEFAULT 60.0,
-            enabled INTEGER NOT NULL DEFAULT 1,
-            created_at TEXT NOT NULL,
-            updated_at TEXT NOT NULL
-        );
-        CREATE TABLE IF NOT EXISTS agent_tools (
-            agent_id INTEGER NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
-            server TEXT NOT NULL COLLATE NOCASE,
-            tool TEXT NOT NULL,  -- '*': every tool of the server
-            PRIMARY KEY (agent_id, server, tool)
-        );
-        CREATE TABLE IF NOT EXISTS tool_grants (
-            agent_id INTEGER NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
-            server TEXT NOT NULL COLLATE NOCASE,
-            tool TEXT NOT NULL,
-            created_at TEXT NOT NULL,
-            PRIMARY KEY (agent_id, server, tool)
-        );
-        """
-    )
 
 
 Migration = tuple[str, Callable[[sqlite_utils.Database], None]]

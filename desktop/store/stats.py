@@ -15,7 +15,8 @@ from typing import Any
 import sqlite_utils
 
 from desktop.store import stats_query
-from desktop.store.migrations import STATS_COLUMNS_M005, STATS_COLUMNS_M008
+from desktop.store.migrations import STATS_COLUMNS_M005
+from desktop.store.migrations_features import STATS_COLUMNS_M008
 from desktop.store.stats_export import rows_to_csv, rows_to_json
 from desktop.store.stats_query import (
     DATE_HINT,
