@@ -85,7 +85,7 @@ class LocalEngine:
         self.thread_budget: Any = None
         self.reuse = PromptReuse()  # memory cache and saved system prompts
         self._remember = False  # the last reply ended cleanly: its context is worth keeping
-        self._threads_now: tuple[Any, int, int] | None = None
+        self._threads_now: tuple[Any, int] | None = None  # (model, budget) llama.cpp follows
 
     @property
     def loaded(self) -> LoadedModel | None:
@@ -235,16 +235,18 @@ class LocalEngine:
             self.reuse.remember(self._model.llm)
 
     def _apply_threads(self, llm: Any) -> None:
-        """Follow the thread budget (read per batch and per token: a shared int, no lock)."""
+        """Follow the thread budget (read per batch and per token: a shared int, no lock);
+        llama.cpp is told only when the budget or the model changed."""
         budget = int(self.thread_budget.value) if self.thread_budget is not None else 0
-        own = int(llm.n_threads), int(llm.n_threads_batch)
-        wanted = own if budget <= 0 else (min(budget, own[0]), min(budget, own[1]))
-        if self._threads_now == (llm, *wanted):
+        if self._threads_now == (llm, budget):
             return
+        n, n_batch = int(llm.n_threads), int(llm.n_threads_batch)
+        if budget > 0:
+            n, n_batch = min(budget, n), min(budget, n_batch)
         import llama_cpp
 
-        llama_cpp.llama_set_n_threads(llm._ctx.ctx, wanted[0], wanted[1])
-        self._threads_now = (llm, *wanted)
+        llama_cpp.llama_set_n_threads(llm._ctx.ctx, n, n_batch)
+        self._threads_now = (llm, budget)
 
     def _prefill(
         self, llm: Any, tokens: list[int], cached: int, cancel: CancelFlag
