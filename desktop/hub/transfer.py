@@ -9,13 +9,13 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from desktop.hub.client import HubClient, HubError, HubUnavailable, RepoFile
+from desktop.settings.prefs import write_json_atomic
 
 log = logging.getLogger(__name__)
 
@@ -30,23 +30,6 @@ class DiskFull(HubError):
 
 class ChecksumMismatch(HubError):
     """The downloaded bytes do not match the hub's sha256; the file was deleted."""
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def read_json(path: Path) -> Any:

@@ -68,20 +68,26 @@ class Preferences:
         self.save()
 
     def save(self) -> None:
-        self._path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".settings-", dir=self._path.parent)
+        write_json_atomic(self._path, self._data)
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON so a reader sees the old file or the new one, never half: a
+    temporary file beside it, flushed to disk, then renamed over it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, sort_keys=True)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(self._data, fh, indent=2, sort_keys=True)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self._path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def theme_choice(prefs: Preferences) -> str:

@@ -9,35 +9,9 @@ import pytest
 from desktop.chat.services import PREF_IDLE_UNLOAD_MIN, Services, idle_unload_seconds
 from desktop.local.starter import STARTER_AGENT_NAME
 from desktop.settings.paths import AppPaths
+from tests.helpers.timers import FakeTimers
 
 pytestmark = pytest.mark.slow
-
-
-class FakeTimers:
-    """The idle timer's scheduler with a clock the test moves: nothing waits in real time."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.pending: list[FakeTimers.Handle] = []
-
-    class Handle:
-        def __init__(self, when: float, callback) -> None:
-            self.when, self.callback, self.cancelled = when, callback, False
-
-        def cancel(self) -> None:
-            self.cancelled = True
-
-    def call_later(self, delay: float, callback) -> FakeTimers.Handle:
-        handle = FakeTimers.Handle(self.now + delay, callback)
-        self.pending.append(handle)
-        return handle
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-        due = [h for h in self.pending if not h.cancelled and h.when <= self.now]
-        self.pending = [h for h in self.pending if h not in due and not h.cancelled]
-        for handle in due:
-            handle.callback()
 
 
 def test_idle_model_is_unloaded_after_the_setting_and_reloads_on_next_message(services):

@@ -12,6 +12,7 @@ from desktop.llm.events import Queued, TextDelta
 from desktop.local import pool
 from desktop.local.memory import MemoryEstimate
 from desktop.local.starter import STARTER_AGENT_NAME
+from tests.helpers.timers import FakeTimers
 
 GIB = 1024**3
 PLENTY = 64 * GIB  # stands in for a machine with room for several starter-sized models
@@ -31,33 +32,6 @@ def test_a_new_worker_fits_only_with_room_for_it_the_running_ones_and_a_margin()
     assert not pool.fits(_est(GIB, vram=GIB), [_est(GIB, vram=GIB)], 32 * GIB, None)
     assert pool.fits(_est(GIB, vram=GIB), [_est(GIB, vram=GIB)], 32 * GIB, 8 * GIB)
     assert not pool.fits(_est(GIB, vram=4 * GIB), [_est(GIB, vram=4 * GIB)], 32 * GIB, 8 * GIB)
-
-
-class FakeTimers:
-    """The idle timer's scheduler with a clock the test moves: nothing waits in real time."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.pending: list[FakeTimers.Handle] = []
-
-    class Handle:
-        def __init__(self, when: float, callback) -> None:
-            self.when, self.callback, self.cancelled = when, callback, False
-
-        def cancel(self) -> None:
-            self.cancelled = True
-
-    def call_later(self, delay: float, callback) -> FakeTimers.Handle:
-        handle = FakeTimers.Handle(self.now + delay, callback)
-        self.pending.append(handle)
-        return handle
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-        due = [h for h in self.pending if not h.cancelled and h.when <= self.now]
-        self.pending = [h for h in self.pending if h not in due and not h.cancelled]
-        for handle in due:
-            handle.callback()
 
 
 def _alive(pid: int) -> bool:
