@@ -14,7 +14,6 @@ probe) so the marks read the same everywhere.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,33 +23,20 @@ from PySide6.QtWidgets import QApplication, QWidget
 
 from desktop.ui import theme
 from desktop.ui.hub_view import HubView
-from tests.helpers.fake_hub import GGUF_REPO, FakeHub, default_repos, fake_hub
+from tests.helpers.fake_hub import GGUF_REPO, FakeHub
 from tests.helpers.widget_checks import cut_labels, overlaps, unnamed_controls
+from tests.ui import test_hub_view
 from tests.ui.test_hub_view import (
-    HUGE_FILE,
-    HUGE_REPO,
     SPLIT_NAME,
     TIMEOUT_MS,
-    HugeRepo,
     open_repo,
     search,
     stop_downloads,
 )
 
+hub = test_hub_view.hub  # the fake hub fixture, shared
 GB = 1_000_000_000
 SIZES = {"smallest": (429, 378), "laptop": (1040, 740)}
-
-
-@pytest.fixture
-def hub(monkeypatch: pytest.MonkeyPatch, qloop: Any) -> Iterator[FakeHub]:
-    """The fake hub, set up after the loop so it is torn down first: a worker thread still
-    reading a throttled body would otherwise hold the loop's shutdown until it ends."""
-    repos = default_repos()
-    repos[HUGE_REPO] = HugeRepo(HUGE_REPO, {HUGE_FILE: b"GGUF"}, downloads=7, likes=1)
-    with fake_hub(repos) as server:
-        monkeypatch.setenv("HF_ENDPOINT", server.endpoint)
-        yield server
-        server.throttle_bps = None
 
 
 def out_dir(tmp_path: Path) -> Path:
