@@ -186,7 +186,7 @@ def run_app(argv: list[str] | None = None) -> int:
         # The window cancelled every streaming reply in closeEvent; wait until ChatService has
         # stored its partial text as "cancelled" before closing the database.
         await window.wait_idle()
-        await services.chat.providers.aclose()  # the HTTP clients kept across turns
+        await services.aclose()  # the HTTP clients kept across turns, the MCP servers
         # Half-read HTTP streams are finalised through the loop (asyncgen hooks): collect
         # them now, while it still runs, not during shutdown where they would fail noisily.
         import gc

@@ -92,7 +92,7 @@ def run(services: Any, args: argparse.Namespace) -> int:
         except asyncio.CancelledError:
             return turn
         finally:
-            await services.chat.providers.aclose()
+            await services.aclose()
 
     result = asyncio.run(run())
     if waiting_line[0]:  # ended before any text: the error goes on a clean line

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from desktop.chat.kinds import find_kind
 from desktop.chat.stats_clock import StatsClock
+from desktop.chat.turn_calls import warm_prices
 from desktop.errors import UserError
 from desktop.llm.events import Finished, ReasoningDelta, RunInfo, StreamEvent, TextDelta
 from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
@@ -96,7 +97,7 @@ async def ask_once(
     notice: str | None = None
     finish = "error"
     provider = None
-    warming = chat._warm_prices(agent)
+    warming = warm_prices(chat.prices, agent)
 
     def done(status: str, reason: str, error: UserError | None = None) -> OneShot:
         row = clock.row(reason, error.kind if error else None)

@@ -13,6 +13,7 @@ from desktop.chat.local_defaults import new_local_fields
 from desktop.chat.price_book import PriceBook
 from desktop.chat.providers import ProviderFactory
 from desktop.chat.session import ChatService
+from desktop.chat.tool_loop import ToolRunner
 from desktop.hub.service import HubService
 from desktop.local.prompt_cache import (
     DEFAULT_PROMPT_CACHE_MB,
@@ -30,6 +31,10 @@ from desktop.store.conversations import ConversationStore
 from desktop.store.db import open_database
 from desktop.store.search import SearchStore
 from desktop.store.stats import StatsStore
+from desktop.store.tool_steps import ToolStepStore
+from desktop.store.tools import ToolStore
+from desktop.tools.config import McpConfig
+from desktop.tools.manager import McpManager
 
 log = logging.getLogger("simi")
 
@@ -91,6 +96,9 @@ class Services:
     search: SearchStore
     compare: CompareStore
     hub: HubService
+    # MCP tools (issue 18): servers and grants (``tools.tools``), their running connections
+    # (``tools.manager``: started on first use, stopped by ``aclose``) and every tool step
+    tools: ToolRunner
 
     @classmethod
     def open(cls, paths: AppPaths, secrets: SecretStore | None = None) -> Services:
@@ -111,7 +119,13 @@ class Services:
         agents.on_deleted.append(lambda agent: local.forget_saved_states(str(agent.id)))
         factory = ProviderFactory(agents, local)
         prices = PriceBook.in_folder(paths.data_dir)
-        chat = ChatService(conversations, stats, factory, agents=agents, prices=prices)
+        tool_store = ToolStore(db)
+        tools = ToolRunner(
+            McpManager(McpConfig(tool_store, secrets)), tool_store, ToolStepStore(db)
+        )
+        chat = ChatService(conversations, stats, factory, agents=agents, prices=prices, tools=tools)
+        if tools.steps.mark_interrupted():
+            log.info("tool calls cut off by a crash are marked cancelled")
         stale = conversations.mark_stale_streaming()
         if stale:
             log.info("marked %d replies cut off by a crash as interrupted", stale)
@@ -135,7 +149,13 @@ class Services:
             SearchStore(db),
             compare,
             HubService(paths, secrets),
+            tools,
         )
+
+    async def aclose(self) -> None:
+        """What runs on the loop at exit: the HTTP clients kept across turns, the MCP servers."""
+        await self.chat.providers.aclose()
+        await self.tools.manager.aclose()
 
     def close(self) -> None:
         self.local.close()

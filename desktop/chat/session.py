@@ -10,48 +10,51 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import urlsplit
 
 from desktop.chat import one_shot
 from desktop.chat.agents import AgentService
-from desktop.chat.kinds import find_kind, load_params_for
+from desktop.chat.kinds import find_kind
 from desktop.chat.one_shot import OneShot
 from desktop.chat.price_book import PriceBook
-from desktop.chat.pricing import price_call, provider_ref
+from desktop.chat.pricing import price_call
 from desktop.chat.providers import ProviderFactory
 from desktop.chat.stats_clock import StatsClock
-from desktop.errors import UserError
-from desktop.llm.events import Finished, ReasoningDelta, RunInfo, StreamEvent, TextDelta
-from desktop.llm.provider import ChatMessage, ChatRequest
-from desktop.local.context import (
-    DEFAULT_REPLY_RESERVE,
-    FitPlan,
-    PromptCounter,
-    plan_fit,
-    without_oldest_turns,
+from desktop.chat.tool_loop import (
+    ANSWER_NOW,
+    MAX_TOOL_ROUNDS,
+    Approver,
+    CallStarted,
+    ToolBox,
+    ToolRunner,
+    history_of,
+    tool_messages,
 )
+from desktop.chat.turn_calls import (
+    ContextFit,
+    call_row,
+    context_fit,
+    dataset_prices,
+    refuse_on_loop,
+    stream_call,
+    title_from,
+    warm_prices,
+)
+from desktop.errors import UserError
+from desktop.llm.events import StreamEvent, TextDelta, ToolCall
+from desktop.llm.provider import ChatMessage, ChatRequest
+from desktop.local.context import without_oldest_turns
 from desktop.store.agents import Agent
 from desktop.store.conversations import ConversationStore, Message
 from desktop.store.stats import StatsStore
+from desktop.store.tool_steps import ToolStep
 
 log = logging.getLogger("simi.chat")
 
-CHECKPOINT_INTERVAL_S = 1.0
-TITLE_LENGTH = 60
 # Sent (not stored) after a cut-off reply to have the model carry on from where it stopped.
 CONTINUE_PROMPT = "Continue exactly where your last reply stopped. Do not repeat anything."
-
-
-@dataclass(frozen=True, slots=True)
-class ContextFit:
-    """``plan``: turns to drop to fit the current n_ctx; ``raise_n_ctx_to``: a context size
-    that holds the whole conversation plus room for the reply."""
-
-    plan: FitPlan
-    raise_n_ctx_to: int
 
 
 @dataclass
@@ -82,6 +85,10 @@ class Turn:
     reply: Message | None = None
     # The running call's stats clock (live rate, queue state); None until ``run`` starts.
     clock: StatsClock | None = None
+    # An agentic turn: every model call's stats row in order (``stats`` is the last) and
+    # every tool call (``store/tool_steps.py``).
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[ToolStep] = field(default_factory=list)
 
 
 class ChatService:
@@ -94,6 +101,7 @@ class ChatService:
         *,
         agents: AgentService | None = None,
         prices: PriceBook | None = None,
+        tools: ToolRunner | None = None,
     ) -> None:
         self.conversations = conversations
         self.stats = stats
@@ -108,13 +116,15 @@ class ChatService:
 
             prices = PriceBook.in_folder(AppPaths.from_env().data_dir)
         self.prices = prices
+        # MCP tools for agents allowed some (None: no agent has tools; the CLI's light paths)
+        self.tools = tools
 
     # building turns --------------------------------------------------------------------------
     def begin(self, conversation_id: int, agent: Agent, text: str) -> Turn:
         """Store the user message and an empty streaming reply; return the turn to run."""
         conv = self.conversations.get(conversation_id)
         if conv is not None and not conv.title:
-            self.conversations.rename(conversation_id, _title_from(text))
+            self.conversations.rename(conversation_id, title_from(text))
         user = self.conversations.add_message(
             conversation_id, "user", text, agent_id=agent.id, agent_name=agent.name
         )
@@ -166,22 +176,10 @@ class ChatService:
         """For a local reply that failed with "context too long": how many oldest turns to
         leave out, or which context size would hold everything. Blocking (tokenizes): call it
         off the event loop (the window: ``run_blocking``); on the loop it raises."""
-        _refuse_on_loop("plan_context_fit")
+        refuse_on_loop("plan_context_fit")
         failed = self._message_in(conversation_id, failed_message_id, "assistant")
         probe = Turn(conversation_id, agent, failed.parent_id or 0, failed_message_id)
-        messages = self.request_for(probe).messages
-        n_ctx = agent.n_ctx or 2048
-        reserve = min(agent.max_tokens or DEFAULT_REPLY_RESERVE, 1024)
-        counter = count_tokens or PromptCounter(load_params_for(agent).model_path)
-        try:
-            plan = plan_fit(messages, n_ctx, counter, reply_reserve=reserve)
-        finally:
-            close = getattr(counter, "close", None)
-            if callable(close):
-                close()
-        needed = plan.tokens_before + reserve
-        raise_to = -(-needed // 1024) * 1024  # whole KiB-tokens, like the usual presets
-        return ContextFit(plan=plan, raise_n_ctx_to=raise_to)
+        return context_fit(self.request_for(probe).messages, agent, count_tokens)
 
     def begin_regenerate(self, conversation_id: int, agent: Agent, reply_id: int) -> Turn:
         """A new version of a reply; the earlier ones stay (switch with ‹ 1/2 ›)."""
@@ -237,13 +235,27 @@ class ChatService:
             parent_id=parent_id,
         )
 
-    def request_for(self, turn: Turn) -> ChatRequest:
+    def request_for(self, turn: Turn, *, with_tools: bool = False) -> ChatRequest:
+        """The request for a turn; ``with_tools``: earlier replies' tool calls and results go
+        in too (the agent offers tools; without them a reply is its text alone)."""
         agent = turn.agent
         history: list[ChatMessage] = []
         if agent.system_prompt.strip():
             history.append(ChatMessage("system", agent.system_prompt))
-        for m in self.conversations.ancestors(turn.assistant_message_id):
-            if m.role not in ("user", "assistant"):
+        path = [
+            m
+            for m in self.conversations.ancestors(turn.assistant_message_id)
+            if m.role in ("user", "assistant")
+        ]
+        steps = (
+            self.tools.steps.for_messages([m.id for m in path if m.role == "assistant"])
+            if with_tools and self.tools is not None
+            else {}
+        )
+        for m in path:
+            if m.role == "assistant" and m.id in steps and m.status != "error":
+                # its calls and their results, when this request offers tools again
+                history.extend(history_of(m.content, steps[m.id]))
                 continue
             if m.role == "assistant" and (m.status == "error" or not m.content):
                 continue
@@ -262,22 +274,33 @@ class ChatService:
         )
 
     # running ---------------------------------------------------------------------------------
-    async def run(self, turn: Turn, on_event: Callable[[StreamEvent], None] | None = None) -> Turn:
+    async def run(
+        self,
+        turn: Turn,
+        on_event: Callable[[Any], None] | None = None,
+        *,
+        approve: Approver | None = None,
+    ) -> Turn:
         """Stream the reply. Cancelling the task keeps the partial text as ``cancelled``.
 
         A ``UserError`` is stored on the message (with the text so far) and returned on the
         turn, not raised: the caller shows it with a Retry button.
+
+        An agent with tools takes a model call per round of tool calls (``chat/tool_loop.py``;
+        ``approve`` asks the person): each call is a stats row (``turn.calls``, ``turn.stats``
+        the last); ``on_event`` also hears ``StepChanged`` and ``CallStarted``.
         """
         agent = turn.agent
         clock = turn.clock = StatsClock(self._clock)
         parts: list[str] = [turn.prefix] if turn.prefix else []
         thoughts: list[str] = [turn.reasoning] if turn.reasoning else []
-        last_checkpoint = self._clock()
-        finish = "error"
         provider = None
+        emit = on_event or (lambda _e: None)
         # genai-prices takes a few hundred ms to import: on a worker thread, while the call
         # runs (the row is priced when it ends).
-        warming = self._warm_prices(agent)
+        warming = warm_prices(self.prices, agent)
+        finish = "error"
+        recorded = False  # the current call's row is stored (cancelled between calls)
 
         def collect() -> None:
             turn.text = "".join(parts)
@@ -289,28 +312,63 @@ class ChatService:
                 # loop. The factory then finds the key just read (AgentService.fetch_key).
                 await asyncio.to_thread(self._agents.fetch_key, agent)
             provider = self.providers.for_agent(agent)
-            request = self.request_for(turn)
-            async with contextlib.aclosing(provider.stream(request)) as events:  # type: ignore[type-var,unused-ignore]
-                async for event in events:
-                    clock.on_event(event)
-                    if isinstance(event, RunInfo) and event.notice:
-                        turn.notice = event.notice
-                    if isinstance(event, TextDelta | ReasoningDelta):
-                        (parts if isinstance(event, TextDelta) else thoughts).append(event.text)
-                        now = self._clock()
-                        if now - last_checkpoint >= CHECKPOINT_INTERVAL_S:
-                            # joined once a second, not per token: cost stays linear
-                            self.conversations.checkpoint(
-                                turn.assistant_message_id, "".join(parts), "".join(thoughts)
-                            )
-                            last_checkpoint = now
-                    elif isinstance(event, Finished):
-                        finish = event.reason
-                    if on_event is not None:
-                        on_event(event)
+            box = ToolBox()
+            if self.tools is not None and self.tools.agent_uses_tools(agent):
+                box = await self.tools.toolbox(agent)
+                if box.notices:
+                    turn.notice = "; ".join(box.notices)
+                # starting the servers is not the model's time
+                clock = turn.clock = StatsClock(self._clock)
+            request = self.request_for(turn, with_tools=bool(box))
+            if box:
+                request = replace(request, tools=box.specs)
+            rounds = 0
+            while True:
+                calls: list[ToolCall] = []
+                finish = await stream_call(
+                    provider, request, turn, clock, (parts, thoughts, calls), emit, self
+                )
+                if finish != "tool_calls" or not calls or self.tools is None or not box:
+                    break
+                rounds += 1
+                collect()
+                over = request.tool_choice == "none"
+                steps = await self.tools.run_calls(
+                    agent,
+                    box,
+                    calls,
+                    message_id=turn.assistant_message_id,
+                    call_index=len(turn.calls) + 1,
+                    first_position=len(turn.steps),
+                    text_offset=len(turn.text),
+                    approve=approve,
+                    emit=emit,
+                    over_limit=over,
+                )
+                round_text = turn.text[turn.steps[-1].text_offset if turn.steps else 0 :]
+                turn.steps.extend(steps)
+                self._record_call(turn, clock, "tool_calls", steps)
+                recorded = True
+                if over:  # it still asked for tools: refused, and the turn ends here
+                    turn.notice = f"Stopped after {MAX_TOOL_ROUNDS} rounds of tool calls."
+                    break
+                recorded = False
+                messages = [*request.messages, *tool_messages(steps, round_text.strip())]
+                if rounds >= MAX_TOOL_ROUNDS:
+                    messages.append(ChatMessage("user", ANSWER_NOW.format(rounds=rounds)))
+                request = replace(
+                    request,
+                    messages=tuple(messages),
+                    tool_choice="none" if rounds >= MAX_TOOL_ROUNDS else "auto",
+                )
+                if parts and not "".join(parts[-1:]).endswith("\n"):
+                    parts.append("\n\n")  # the next call's text starts a paragraph
+                    emit(TextDelta("\n\n", 0))
+                clock = turn.clock = StatsClock(self._clock)
+                emit(CallStarted(len(turn.calls) + 1))
         except asyncio.CancelledError:
             collect()
-            self._finish(turn, clock, "cancelled", "cancelled")
+            self._finish(turn, clock, "cancelled", "cancelled", record=not recorded)
             raise
         except UserError as exc:
             collect()
@@ -329,7 +387,7 @@ class ChatService:
                     await provider.aclose()
         collect()
         status = "cancelled" if finish == "cancelled" else "complete"
-        await self._finish_priced(turn, clock, status, finish, warming)
+        await self._finish_priced(turn, clock, status, finish, warming, record=not recorded)
         return turn
 
     async def ask_once(
@@ -347,14 +405,6 @@ class ChatService:
             self, agent, prompt, prompt_run_id=prompt_run_id, on_event=on_event
         )
 
-    def _warm_prices(self, agent: Agent) -> asyncio.Future[None] | None:
-        """Start warming the price book on a worker thread (None: nothing to warm)."""
-        if agent.is_local or self.prices.ready or not _dataset_prices(agent):
-            return None
-        warming = asyncio.ensure_future(asyncio.to_thread(self.prices.warm))
-        warming.add_done_callback(_log_warm_failure)
-        return warming
-
     async def _finish_priced(
         self,
         turn: Turn,
@@ -363,6 +413,8 @@ class ChatService:
         finish_reason: str,
         warming: asyncio.Future[None] | None,
         error: UserError | None = None,
+        *,
+        record: bool = True,
     ) -> None:
         """``_finish`` once the price book is warm (or failed to be). Stopped while waiting
         for it: finished at once, its cost unknown unless the provider reported one."""
@@ -370,9 +422,9 @@ class ChatService:
             if warming is not None:
                 await asyncio.wait([warming])
         except asyncio.CancelledError:
-            self._finish(turn, clock, status, finish_reason, error)
+            self._finish(turn, clock, status, finish_reason, error, record=record)
             raise
-        self._finish(turn, clock, status, finish_reason, error)
+        self._finish(turn, clock, status, finish_reason, error, record=record)
 
     def price_row(self, row: dict[str, Any], agent: Agent) -> None:
         """Price a finished call's stats row in place, at the prices in force: a later price
@@ -380,7 +432,7 @@ class ChatService:
         cost, an override or local is known."""
         priced = self.prices.price_if_ready(row, agent)
         overridden = (agent.price_input_per_m, agent.price_output_per_m) != (None, None)
-        if priced is None and (overridden or not _dataset_prices(agent)):
+        if priced is None and (overridden or not dataset_prices(agent)):
             priced = price_call(row, agent)  # no dataset needed (nor imported)
         if priced is not None:
             row.update(priced.fields())
@@ -392,9 +444,11 @@ class ChatService:
         status: str,
         finish_reason: str,
         error: UserError | None = None,
+        *,
+        record: bool = True,
     ) -> None:
+        """The reply's final text and status, and (``record``) the last call's stats row."""
         turn.status = status
-        agent = turn.agent
         self.conversations.finish_message(
             turn.assistant_message_id,
             content=turn.text,
@@ -403,52 +457,29 @@ class ChatService:
             error_kind=error.kind if error else None,
             reasoning=turn.reasoning,
         )
-        row = clock.row(finish_reason, error.kind if error else None)
-        row.update(
-            message_id=turn.assistant_message_id,
-            conversation_id=turn.conversation_id,
-            agent_id=agent.id,
-            agent_name=agent.name,
-            provider_kind=agent.kind,
-            endpoint_host=urlsplit(agent.base_url).hostname if agent.base_url else None,
-            model_requested=agent.model,
-        )
-        self.price_row(row, agent)
+        if record:
+            self._record_call(turn, clock, finish_reason, (), error)
+        self.conversations.touch(turn.conversation_id)
+
+    def _record_call(
+        self,
+        turn: Turn,
+        clock: StatsClock,
+        finish_reason: str,
+        steps: Sequence[ToolStep],
+        error: UserError | None = None,
+    ) -> None:
+        """One model call's stats row (its index in the turn, the tools it asked for)."""
+        row = call_row(turn, clock, finish_reason, steps, error)
+        self.price_row(row, turn.agent)
         try:
             self.stats.record(row)
         except Exception:
             log.exception("could not record inference stats")
+        turn.calls.append(row)
         turn.stats = row
-        self.conversations.touch(turn.conversation_id)
-
-
-def _dataset_prices(agent: Agent) -> bool:
-    """Whether the price list can price this agent's calls: a hosted API it knows how to
-    name. A server of one's own (llama.cpp, vLLM, Ollama) never is, so its turns neither wait
-    for the list to load nor pay for importing it."""
-    return provider_ref(agent.kind, agent.base_url) is not None
-
-
-def _log_warm_failure(warming: asyncio.Future[None]) -> None:
-    if not warming.cancelled() and warming.exception() is not None:
-        log.warning("prices unavailable: costs stay unknown", exc_info=warming.exception())
 
 
 def _is_remote(agent: Agent) -> bool:
     kind = find_kind(agent.kind)
     return kind is not None and kind.remote
-
-
-def _refuse_on_loop(what: str) -> None:
-    """A blocking call made on a thread that runs an event loop is a bug: it would freeze the
-    window (or every stream of the CLI) for as long as it takes."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return  # a worker thread, or no loop at all
-    raise RuntimeError(f"{what} blocks: call it off the event loop (asyncio.to_thread)")
-
-
-def _title_from(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"

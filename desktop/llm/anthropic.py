@@ -195,6 +195,8 @@ class AnthropicProvider(HostedProvider):
                 }
                 for t in request.tools
             ]
+            if request.tool_choice == "none":
+                body["tool_choice"] = {"type": "none"}
         # max_tokens is set above; the API has no seed.
         return body | sampling_fields(s, max_tokens=None, seed=None, stop="stop_sequences")
 

@@ -212,6 +212,8 @@ class GeminiProvider(HostedProvider):
         body: dict[str, Any] = {"contents": contents}
         if request.tools:
             body["tools"] = [{"functionDeclarations": [_declaration(t) for t in request.tools]}]
+            if request.tool_choice == "none":
+                body["toolConfig"] = {"functionCallingConfig": {"mode": "NONE"}}
         if system:
             body["systemInstruction"] = {"parts": [{"text": system}]}
         config = sampling_fields(

@@ -238,6 +238,8 @@ class OpenAICompatProvider(HttpProvider):
                 }
                 for t in request.tools
             ]
+            if request.tool_choice == "none":
+                body["tool_choice"] = "none"
         return body | sampling_fields(request.sampling)
 
     async def list_models(self) -> list[str]:

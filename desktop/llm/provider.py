@@ -54,6 +54,9 @@ class ChatRequest:
     cache_owner: str | None = None
     # Tools the model may call (none: a plain chat call, byte for byte as before).
     tools: tuple[ToolSpec, ...] = ()
+    # "none": the tools are described (the history holds calls) but the model must answer in
+    # text (an agentic turn past its round limit).
+    tool_choice: Literal["auto", "none"] = "auto"
 
 
 class Provider(Protocol):

@@ -290,6 +290,7 @@ class LocalEngine:
             request.messages,
             template=model.template if compiled_template(model) is not None else None,
             model_name=model.name,
+            tool_choice=request.tool_choice,
         )
         prompt, template_stops, has_bos, chatml = self.render_prompt(
             model, request.messages, tools_plan

@@ -86,11 +86,16 @@ def plan_tools(
     *,
     template: str | None,
     model_name: str,
+    tool_choice: str = "auto",
 ) -> ToolPlan | None:
     """The plan for a request (None without tools: the request renders as before).
-    ``template``: the model's usable chat template (None when it has none, or it is broken)."""
+    ``template``: the model's usable chat template (None when it has none, or it is broken).
+    ``tool_choice`` "none" (past an agentic turn's round limit): the grammar with the answer
+    only, earlier calls and results rendered as plain turns, whatever the template takes."""
     if not tools:
         return None
+    if tool_choice == "none":
+        return replace(grammar_plan((), messages, model_name), notice=None)
     names = tuple(t.name for t in tools)
     if template is not None and template_takes_tools(template):
         return ToolPlan("template", template_messages(messages), openai_tools(tools), None, names)

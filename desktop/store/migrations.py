@@ -16,6 +16,7 @@ from desktop.store.migrations_features import (
     m007_compare,
     m008_cache_source,
     m009_mcp_servers,
+    m010_tool_steps,
 )
 
 
@@ -347,4 +348,5 @@ MIGRATIONS: list[Migration] = [
     ("m007_compare", m007_compare),
     ("m008_cache_source", m008_cache_source),
     ("m009_mcp_servers", m009_mcp_servers),
+    ("m010_tool_steps", m010_tool_steps),
 ]

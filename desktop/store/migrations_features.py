@@ -165,3 +165,47 @@ def m009_mcp_servers(db: sqlite_utils.Database) -> None:
         );
         """
     )
+
+
+STATS_COLUMNS_M010 = (
+    # an agentic turn's model calls, 1, 2, …: each its own row (NULL before m010: one call)
+    ("call_index", "INTEGER"),
+    # how many tool calls this model call asked for, and how long they ran (after approval)
+    ("tool_calls", "INTEGER"),
+    ("tool_ms", "REAL"),
+)
+
+
+def m010_tool_steps(db: sqlite_utils.Database) -> None:
+    """Issue 18's agentic turns: every tool call a reply made (``store/tool_steps.py``), and on
+    each stats row its call index within the turn and the tools it asked for."""
+    have = {c.name for c in db["inference_stats"].columns}
+    for name, sql_type in STATS_COLUMNS_M010:
+        if name not in have:
+            db.execute(f"ALTER TABLE inference_stats ADD COLUMN {name} {sql_type}")
+    db.executescript(
+        """
+        CREATE TABLE IF NOT EXISTS tool_steps (
+            id INTEGER PRIMARY KEY,
+            message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+            call_index INTEGER NOT NULL,  -- the model call (1-based) that asked for it
+            position INTEGER NOT NULL,  -- order within the turn, from 0
+            call_id TEXT NOT NULL,
+            server TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            arguments TEXT NOT NULL DEFAULT '',  -- the model's raw JSON text
+            text_offset INTEGER NOT NULL DEFAULT 0,  -- the reply's length when it was asked
+            status TEXT NOT NULL,
+            approval TEXT NOT NULL DEFAULT '',
+            result TEXT NOT NULL DEFAULT '',  -- what went back to the model
+            is_error INTEGER NOT NULL DEFAULT 0,
+            size INTEGER NOT NULL DEFAULT 0,
+            duration_ms REAL,
+            truncated INTEGER NOT NULL DEFAULT 0,
+            signature TEXT,
+            model_name TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS tool_steps_by_message ON tool_steps (message_id, position);
+        """
+    )

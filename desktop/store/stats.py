@@ -16,7 +16,7 @@ import sqlite_utils
 
 from desktop.store import stats_query
 from desktop.store.migrations import STATS_COLUMNS_M005
-from desktop.store.migrations_features import STATS_COLUMNS_M008
+from desktop.store.migrations_features import STATS_COLUMNS_M008, STATS_COLUMNS_M010
 from desktop.store.stats_export import rows_to_csv, rows_to_json
 from desktop.store.stats_query import (
     DATE_HINT,
@@ -86,6 +86,7 @@ STATS_COLUMNS = [
     *(name for name, _ in STATS_COLUMNS_M005),
     "prompt_run_id",  # m007: a prompt-set run's call (no message, no conversation)
     *(name for name, _ in STATS_COLUMNS_M008),  # cache_source, cache_restore_ms
+    *(name for name, _ in STATS_COLUMNS_M010),  # call_index, tool_calls, tool_ms
 ]
 EVERY_CALL = StatsFilter()
 EXPORT_COLUMNS = ["id", *STATS_COLUMNS]  # the keys of one export_rows() dict, in order
@@ -127,6 +128,21 @@ class StatsStore:
             list(message_ids),
         )
         return {int(r["message_id"]): r for r in rows}
+
+    def calls_for_messages(self, message_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+        """Every model call of each message, in order (an agentic reply has several, with
+        ``call_index`` 1, 2, …; ``for_messages`` gives the last one)."""
+        if not message_ids:
+            return {}
+        marks = ", ".join("?" for _ in message_ids)
+        rows = self._rows(
+            f"SELECT * FROM inference_stats WHERE message_id IN ({marks}) ORDER BY id",
+            list(message_ids),
+        )
+        out: dict[int, list[dict[str, Any]]] = {}
+        for r in rows:
+            out.setdefault(int(r["message_id"]), []).append(r)
+        return out
 
     def rows(self, agent_name: str | None = None, limit: int = 1000) -> list[dict[str, Any]]:
         where, params = _agent_filter(agent_name)
