@@ -223,6 +223,9 @@ class StatsFooter(QWidget):
         self.timeline_button.clicked.connect(self.open_timeline)
         layout.addWidget(self.timeline_button, 0, Qt.AlignmentFlag.AlignTop)
         self.stats: dict[str, Any] | None = None
+        # an agentic reply: every model call's stats row in order, and its tool calls
+        self.calls: list[dict[str, Any]] = []
+        self.steps: list[Any] = []  # desktop.store.tool_steps.ToolStep
         self.panel: TimelinePanel | None = None
 
     def text(self) -> str:
@@ -253,6 +256,12 @@ class StatsFooter(QWidget):
         if changed and panel is not None and shiboken6.isValid(panel) and panel.isVisible():
             self.open_timeline()  # an open panel follows the row (e.g. a retry finished)
 
+    def set_calls(self, calls: Sequence[dict[str, Any]], steps: Sequence[Any]) -> None:
+        """An agentic reply's model calls (stats rows, ``call_index`` order) and tool steps,
+        for the timeline (call 1 → tool → call 2 …); empty for a one-call reply."""
+        self.calls = list(calls)
+        self.steps = list(steps)
+
     def has_content(self) -> bool:
         return bool(self.text()) or not self.timeline_button.isHidden()
 
@@ -276,7 +285,7 @@ class StatsFooter(QWidget):
         where = old.geometry() if old is not None and old.isVisible() else None
         if old is not None:
             old.close()
-        panel = TimelinePanel(self.stats, self.window())
+        panel = TimelinePanel(self.stats, self.window(), calls=self.calls, steps=self.steps)
         panel.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, True)
         if where is not None:
             panel.setGeometry(where)

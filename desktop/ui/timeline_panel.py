@@ -7,6 +7,7 @@ person can select, and "Copy as text" copies all of it. "How to read this" expla
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, QTimer
@@ -63,7 +64,14 @@ QScrollArea#TimelineScroll, #TimelineBody {{ background: {c.window}; border: non
 class TimelinePanel(QDialog):
     """One stats row as a timeline with its legend and facts (no signals)."""
 
-    def __init__(self, stats: dict[str, Any] | None, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        stats: dict[str, Any] | None,
+        parent: QWidget | None = None,
+        *,
+        calls: Sequence[dict[str, Any]] = (),
+        steps: Sequence[Any] = (),
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("TimelinePanel")
         self.setModal(False)
