@@ -276,3 +276,24 @@ def test_the_next_turn_carries_earlier_calls_and_results(services) -> None:
     assert roles == ["user", "assistant", "tool", "assistant", "user"]
     assert history[1]["content"] == "Adding." and history[1]["tool_calls"][0]["id"] == "c1"
     assert history[2]["content"] == "7" and history[3]["content"] == "7."
+
+
+def test_a_server_that_crashes_mid_call_is_an_error_and_runs_again_next_call(services) -> None:
+    add_mcp_server(services)
+    replies = [call("crash", {}), call("add", {"a": 4, "b": 4}, cid="c2"), answer("8.")]
+    with FaultServer(replies) as server:
+        agent = tool_agent(services, server.url + "/v1")
+        for tool in ("crash", "add"):
+            services.tools.tools.add_grant(agent.id, "tools", tool)
+        turn, _ = run_turn(services, agent, "crash, then add")
+        (crashed,) = tool_messages(server.requests[1])
+        added = tool_messages(server.requests[2])[-1]
+    assert "stopped during the call" in crashed["content"]
+    assert "crashing on purpose" in crashed["content"]  # its stderr, for whoever reads it
+    assert added["content"] == "8"  # the server was started again for the next call
+    steps = services.tools.steps.for_message(turn.assistant_message_id)
+    assert [(s.tool, s.status, s.is_error) for s in steps] == [
+        ("crash", "error", True),
+        ("add", "done", False),
+    ]
+    assert turn.text == "8."
