@@ -36,8 +36,8 @@ from desktop.store.agents import Agent
 from desktop.store.tool_steps import ToolStep, ToolStepStore
 from desktop.store.tools import ALL_TOOLS, ToolStore
 from desktop.tools.errors import ToolTimeout
-from desktop.tools.manager import McpManager
-from desktop.tools.results import ToolInfo
+from desktop.tools.manager import MAX_RESULT_CHARS, McpManager
+from desktop.tools.results import ToolInfo, cut
 
 MAX_TOOL_ROUNDS = 8
 ANSWER_NOW = (
@@ -123,6 +123,15 @@ def model_names(tools: Sequence[ToolInfo]) -> dict[str, ToolInfo]:
             n += 1
         out[name] = info
     return out
+
+
+def result_limit(agent: Agent) -> int:
+    """The most characters of a tool result sent to the model: the manager's limit, and for
+    a local model about a quarter of its context (a character per token; ~4 is typical), so
+    one big result does not make the next call fail with "context too long"."""
+    if agent.is_local and agent.n_ctx:
+        return max(1_000, min(MAX_RESULT_CHARS, int(agent.n_ctx)))
+    return MAX_RESULT_CHARS
 
 
 def pretty_json(raw: str) -> str:
@@ -293,13 +302,17 @@ class ToolRunner:
             return ended("timeout", exc.user_message)
         except UserError as exc:
             return ended("error", exc.user_message or "The tool's server failed.")
+        text, shortened = result.text, False
+        limit = result_limit(agent)
+        if min(len(text), result.size) > limit:  # tighter than the manager's own cut
+            text, shortened = cut(text, limit, whole=result.size)
         return ended(
             "done",
-            result.text,
+            text,
             is_error=result.is_error,
             size=result.size,
             duration_ms=result.duration_ms,
-            truncated=result.truncated,
+            truncated=result.truncated or shortened,
         )
 
     async def _approval(

@@ -96,11 +96,13 @@ def content_text(result: Any) -> str:
     return "\n".join(parts)
 
 
-def cut(text: str, limit: int) -> tuple[str, bool]:
+def cut(text: str, limit: int, whole: int | None = None) -> tuple[str, bool]:
+    """``text`` cut at ``limit`` with a note saying so; ``whole``: the length of the whole
+    result when ``text`` is already a part of it."""
     if len(text) <= limit:
         return text, False
     note = (
-        f"\n\n[truncated: the tool returned {len(text):,} characters; the first {limit:,} "
-        "are shown]"
+        f"\n\n[truncated: the tool returned {whole or len(text):,} characters; the first "
+        f"{limit:,} are shown]"
     )
     return text[:limit] + note, True

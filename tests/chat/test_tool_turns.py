@@ -297,3 +297,16 @@ def test_a_server_that_crashes_mid_call_is_an_error_and_runs_again_next_call(ser
         ("add", "done", False),
     ]
     assert turn.text == "8."
+
+
+def test_a_result_over_the_size_limit_is_cut_with_a_note(services) -> None:
+    add_mcp_server(services)
+    with FaultServer([call("big", {"n": 250_000}), answer("Long.")]) as server:
+        agent = tool_agent(services, server.url + "/v1")
+        services.tools.tools.add_grant(agent.id, "tools", "big")
+        turn, _ = run_turn(services, agent, "big")
+        (result,) = tool_messages(server.requests[1])
+    (step,) = services.tools.steps.for_message(turn.assistant_message_id)
+    assert step.truncated and step.size == 250_000
+    assert len(result["content"]) < 101_000
+    assert "truncated: the tool returned 250,000 characters" in result["content"]
