@@ -14,7 +14,13 @@ _FILE_SUFFIXES = (".gguf", ".ggml", ".bin", ".safetensors")
 _DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
 _SEPARATORS = re.compile(r"[\\/]+")
 # finish_reason in plain words; a normal end ("stop") says nothing
-_FINISH_WORDS = {"stop": "", "length": "max tokens reached", "cancelled": "stopped", "error": ""}
+_FINISH_WORDS = {
+    "stop": "",
+    "length": "max tokens reached",
+    "cancelled": "stopped",
+    "error": "",
+    "tool_calls": "called tools",
+}
 
 
 def _num(value: Any, digits: int = 0) -> str:
