@@ -8,6 +8,9 @@ rows, error labels and status text are ``desktop.ui.agent_form``. Kinds come fro
 registry (``desktop.chat.kinds``); typed numbers parse, and keys follow their host, by
 ``desktop.chat.agent_rules``, as in the CLI.
 
+Given the MCP servers (``tools``), a "Tools" section (``desktop.ui.agent_tools``) chooses the
+servers and tools the agent may use; they are stored with the agent when it saves.
+
 Blocking calls (the keyring: reading a key, saving an agent with its key, asking whether a
 keyring exists at all) go through ``desktop.ui.async_door.run_blocking``; the dialog shows
 "Saving…" meanwhile and keeps painting.
@@ -34,6 +37,7 @@ from PySide6.QtWidgets import (
 from desktop.chat.agent_rules import LOCAL_FIELDS, parse_numbers, stop_lines
 from desktop.chat.agents import AgentService
 from desktop.chat.kinds import all_kinds, find_kind
+from desktop.chat.tool_loop import ToolRunner
 from desktop.errors import UserError, ValidationError
 from desktop.llm.connection import ConnectionReport
 from desktop.llm.presets import Preset
@@ -43,6 +47,7 @@ from desktop.ui.agent_endpoint import EndpointSection
 from desktop.ui.agent_form import FieldForm, line, row, show_value
 from desktop.ui.agent_local import LocalSection, attach_memory_estimate
 from desktop.ui.agent_probe import EndpointFields, EndpointProbe
+from desktop.ui.agent_tools import AgentToolsSection
 from desktop.ui.async_door import run_blocking, start
 
 __all__ = ["AgentEditorDialog", "EndpointFields", "attach_memory_estimate"]
@@ -86,9 +91,12 @@ class AgentEditorDialog(QDialog):
         secrets: SecretStore,
         agent: Agent | None = None,
         parent: QWidget | None = None,
+        *,
+        tools: ToolRunner | None = None,
     ) -> None:
         super().__init__(parent)
         self._agents = agents
+        self._tools = tools
         self._secrets = secrets
         self._original = agent
         self.saved_agent: Agent | None = None
@@ -159,6 +167,9 @@ class AgentEditorDialog(QDialog):
         self.keyring_checked = self.endpoint.keyring_checked
 
         column.addWidget(self._sampling_group())
+        self.tools_section = AgentToolsSection(tools, agent) if tools is not None else None
+        if self.tools_section is not None:
+            column.addWidget(self.tools_section.group)
         self.general_error = QLabel()
         self.general_error.setObjectName("FieldError")
         self.general_error.setWordWrap(True)
@@ -335,16 +346,23 @@ class AgentEditorDialog(QDialog):
             return None
         kind = find_kind(agent.kind)
         key = self.endpoint.typed_key() if kind is not None and kind.remote else None
+        allowed = self.tools_section.selection() if self.tools_section is not None else None
         self._save_task = start(
-            self._save(agent, key, self.memory_key.isChecked()), name="agent editor: save"
+            self._save(agent, key, self.memory_key.isChecked(), allowed), name="agent editor: save"
         )
         return self._save_task
 
-    async def _save(self, agent: Agent, key: str | None, memory_ok: bool) -> bool:
+    async def _save(
+        self,
+        agent: Agent,
+        key: str | None,
+        memory_ok: bool,
+        allowed: list[tuple[str, str]] | None = None,
+    ) -> bool:
         self._set_saving(True)
         saved: Agent | None = None
         try:
-            saved = await run_blocking(self._store, agent, key, memory_ok)
+            saved = await run_blocking(self._store, agent, key, memory_ok, allowed)
         except ValidationError as exc:
             self.show_errors(exc.fields)
         except SecretsUnavailable as exc:
@@ -363,16 +381,27 @@ class AgentEditorDialog(QDialog):
         self.save_finished.emit(True)
         return True
 
-    def _store(self, agent: Agent, key: str | None, memory_ok: bool) -> Agent:
+    def _store(
+        self,
+        agent: Agent,
+        key: str | None,
+        memory_ok: bool,
+        allowed: list[tuple[str, str]] | None = None,
+    ) -> Agent:
         """On a worker thread: the keyring check, the insert/update and the key write (a saved
-        key follows the agent to its new endpoint where ``AgentService.update`` allows it)."""
+        key follows the agent to its new endpoint where ``AgentService.update`` allows it),
+        then the tools it may use."""
         if key and not self._secrets.available:
             if not memory_ok:
                 raise SecretsUnavailable(self._secrets.unavailable_message())
             self._secrets.allow_memory_fallback()
         if agent.id is None:
-            return self._agents.create(agent, api_key=key)
-        return self._agents.update(agent, api_key=key)
+            saved = self._agents.create(agent, api_key=key)
+        else:
+            saved = self._agents.update(agent, api_key=key)
+        if allowed is not None and self._tools is not None and saved.id is not None:
+            self._tools.tools.set_agent_tools(saved.id, allowed)
+        return saved
 
     def _set_saving(self, saving: bool) -> None:
         self.save_button.setEnabled(not saving)
@@ -388,4 +417,6 @@ class AgentEditorDialog(QDialog):
     def done(self, result: int) -> None:
         self.probe.cancel()
         self.endpoint.cancel()
+        if self.tools_section is not None:
+            self.tools_section.cancel()
         super().done(result)

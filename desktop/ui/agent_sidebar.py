@@ -193,7 +193,13 @@ class AgentSidebar(QWidget):
 
     # agent actions ---------------------------------------------------------------------------
     def editor(self, agent: Agent | None) -> AgentEditorDialog:
-        dialog = AgentEditorDialog(self.services.agents, self.services.secrets, agent, self)
+        dialog = AgentEditorDialog(
+            self.services.agents,
+            self.services.secrets,
+            agent,
+            self,
+            tools=getattr(self.services, "tools", None),
+        )
         attach_memory_estimate(dialog, MemoryEstimateView(cache=self.services.local.model_info))
         services = self.services
         attach_model_picker(

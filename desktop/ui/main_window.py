@@ -412,9 +412,7 @@ class MainWindow(QMainWindow):
         )
 
     def open_settings(self) -> None:
-        dialog = SettingsDialog(
-            self.services.prefs, self, prices=self.services.chat.prices, local=self.services.local
-        )
+        dialog = SettingsDialog.for_services(self.services, self)
         if dialog.exec():
             self._footer_mode = footer_mode(self.services.prefs)
             for pane in [*self.panes, *self.compare_page.panes]:

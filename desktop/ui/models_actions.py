@@ -180,7 +180,13 @@ class ModelActions(QObject):
     def open_editor(self, agent: Any) -> AgentEditorDialog:
         """The agent editor on ``agent`` (not stored yet); a saved one is announced."""
         services = self._services
-        dialog = AgentEditorDialog(services.agents, services.secrets, agent, self._parent)
+        dialog = AgentEditorDialog(
+            services.agents,
+            services.secrets,
+            agent,
+            self._parent,
+            tools=getattr(services, "tools", None),
+        )
         dialog.setWindowTitle("New agent")
         attach_memory_estimate(dialog, MemoryEstimateView(cache=services.local.model_info))
         catalog = ModelCatalog(services.paths, services.prefs, cache=services.local.model_info)

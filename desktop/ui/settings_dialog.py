@@ -4,7 +4,9 @@ picked, undone by Cancel), Conversations (the per-message statistics line), Loca
 caches' budgets, sizes and Clear caches: ``settings_cache.py``), Prices (which
 prices costs are counted at; "Update prices" is the one network call this dialog makes, and
 only when pressed), Data (where everything is kept, with "Open folder") and Privacy (what the
-app sends, and when). It scrolls when the screen is too small for it."""
+app sends, and when). It scrolls when the screen is too small for it. Given the MCP servers
+(``tools``) and the agents, those groups are the "General" tab and the servers and "always
+allow" grants are the "Tools" tab (``settings_tools.ToolsPage``; stored as they change)."""
 
 from __future__ import annotations
 
@@ -25,12 +27,15 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QPushButton,
     QScrollArea,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
+from desktop.chat.agents import AgentService
 from desktop.chat.price_book import PriceBook, PricesInfo
 from desktop.chat.services import PREF_IDLE_UNLOAD_MIN, idle_unload_seconds
+from desktop.chat.tool_loop import ToolRunner
 from desktop.errors import UserError
 from desktop.local.context_size import CONTEXT_STEPS, RAM_SHARE
 from desktop.settings.paths import AppPaths
@@ -51,6 +56,7 @@ from desktop.ui.async_door import run_blocking, start
 from desktop.ui.elided_label import ElidedLabel
 from desktop.ui.settings_cache import CacheRuntime, CacheSection
 from desktop.ui.settings_parts import PathLabel, choice_box, group_box, note, same_widths
+from desktop.ui.settings_tools import ToolsPage
 from desktop.ui.warm_local import PREF_KEEP_READY, keep_ready
 
 PREF_FOOTER = "ui.stats_footer"
@@ -108,6 +114,8 @@ class SettingsDialog(QDialog):
         prices: PriceBook | None = None,
         paths: AppPaths | None = None,
         local: CacheRuntime | None = None,
+        tools: ToolRunner | None = None,
+        agents: AgentService | None = None,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("SettingsDialog")
@@ -141,7 +149,17 @@ class SettingsDialog(QDialog):
         self.buttons.accepted.connect(self.save)
         self.buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.scroll, 1)
+        self.tools_page: ToolsPage | None = None
+        self.tabs: QTabWidget | None = None
+        if tools is not None and agents is not None:
+            self.tools_page = ToolsPage(tools, agents)
+            self.tabs = QTabWidget()
+            self.tabs.setObjectName("SettingsTabs")
+            self.tabs.addTab(self.scroll, "General")
+            self.tabs.addTab(self.tools_page, "Tools")
+            layout.addWidget(self.tabs, 1)
+        else:
+            layout.addWidget(self.scroll, 1)
         layout.addWidget(self.buttons)
         self._parts: list[list[QGroupBox]] = []
         self.refit_timer = QTimer(self)  # a text size change: lay out again, once
@@ -150,6 +168,20 @@ class SettingsDialog(QDialog):
         self.refit_timer.timeout.connect(self._refit)
         self.columns = self._arrange()
         self.resize(self._fitting_size())
+        if self.tabs is not None:  # the servers' table wants room for a command line
+            self.resize(self.size().expandedTo(QSize(760, 640)).boundedTo(self._room()))
+
+    @classmethod
+    def for_services(cls, services: Any, parent: QWidget | None = None) -> SettingsDialog:
+        """The window's Settings: its preferences, prices, local runtime, MCP servers."""
+        return cls(
+            services.prefs,
+            parent,
+            prices=services.chat.prices,
+            local=services.local,
+            tools=services.tools,
+            agents=services.agents,
+        )
 
     def _arrange(self, columns: int | None = None) -> int:
         """One column of groups, or two side by side when the screen (and the window) is wide
@@ -416,6 +448,8 @@ class SettingsDialog(QDialog):
         for task in self._tasks:  # the dialog closes: it shows nothing more
             task.cancel()
         self.cache.cancel()
+        if self.tools_page is not None:
+            self.tools_page.detach()
         if result != QDialog.DialogCode.Accepted:
             shown = (self.theme.currentData(), self.text_size.currentData())
             if shown != self._saved_look:
