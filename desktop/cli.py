@@ -1,8 +1,8 @@
 """The ``simi`` command: the window when run bare, and the same services without one.
 
 simi                       open the window
-simi ask [--agent NAME] [--json] PROMPT                                 (desktop.cli_ask)
-simi agents list|show|add|edit|clone|remove
+simi ask [--agent NAME] [--json] [--allow-tools] PROMPT                 (desktop.cli_ask)
+simi agents list|show|add|edit|clone|remove      (edit NAME --tools SERVER[:TOOL],...)
 simi stats [--agent NAME ...] [--since DATE] [--until DATE] [--json|--csv] [--rows]
                                                                         (desktop.cli_stats)
 simi models list|gpu [--json] | add-folder PATH | remove-folder PATH   (desktop.cli_models)
@@ -133,13 +133,27 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument(
         "--json", action="store_true", help="print the call's stats as JSON on the last line"
     )
+    ask.add_argument(
+        "--allow-tools",
+        action="store_true",
+        help="run every tool call the agent asks for without asking (needed when standard "
+        "input is not a terminal; otherwise each call is asked about)",
+    )
 
     agents = sub.add_parser("agents", help="list and manage agents")
     asub = agents.add_subparsers(dest="agents_command", required=True)
     _command(asub, "list", "list agents", json_flag=True)
     _command(asub, "show", "show one agent", "name", json_flag=True)
     _add_agent_fields(_command(asub, "add", "create an agent"), creating=True)
-    _add_agent_fields(_command(asub, "edit", "change an agent", "name"), creating=False)
+    edit = _command(asub, "edit", "change an agent", "name")
+    _add_agent_fields(edit, creating=False)
+    edit.add_argument(
+        "--tools",
+        dest="tool_list",
+        metavar="SERVER[:TOOL],...",
+        help="the MCP tools it may use: a server's name (all its tools) or SERVER:TOOL, "
+        "comma-separated ('' for none); see simi mcp list and simi mcp tools SERVER",
+    )
     clone = _command(asub, "clone", "copy an agent", "name")
     clone.add_argument("--as", dest="new_name", help="name of the copy")
     _command(asub, "remove", "delete an agent (its conversations stay)", "name")
@@ -308,6 +322,7 @@ def _agent_or_fail(services: Any, name: str) -> Any:
 
 
 def _agents(services: Any, args: argparse.Namespace) -> int:
+    from desktop.cli_tools_prompt import checked_tools, tools_list, tools_text
     from desktop.store.agents import Agent
 
     svc = services.agents
@@ -321,11 +336,15 @@ def _agents(services: Any, args: argparse.Namespace) -> int:
                 print("No agents yet. Add one with: simi agents add --name N --kind KIND ...")
             for a in agents:
                 where = a.model_path if a.is_local else a.base_url
-                print(f"{a.name}\t{a.kind}\t{a.model}\t{where or ''}")
+                line = f"{a.name}\t{a.kind}\t{a.model}\t{where or ''}"
+                pairs = services.tools.tools.agent_tools(a.id)
+                print(line + (f"\ttools: {tools_text(pairs)}" if pairs else ""))
         return EXIT_OK
     if cmd == "show":
         agent = _agent_or_fail(services, args.name)
         data = svc.public_dict(agent, has_key=svc.has_key(agent) if not agent.is_local else None)
+        pairs = services.tools.tools.agent_tools(agent.id)
+        data["tools"] = tools_list(pairs) if args.json else tools_text(pairs)
         if args.json:
             print(json.dumps(data, indent=2))
         else:
@@ -341,12 +360,23 @@ def _agents(services: Any, args: argparse.Namespace) -> int:
         from desktop.chat.agent_rules import key_left_behind
 
         agent = _agent_or_fail(services, args.name)
+        tools = None
+        if args.tool_list is not None:  # checked before anything is stored
+            try:
+                tools = checked_tools(services, args.tool_list)
+            except ValidationError as exc:
+                _err(f"tools: {exc.fields['tools']}")
+                return EXIT_USAGE
         changes = _fields_from(args)
         if args.new_name:
             changes["name"] = args.new_name
         key = _read_key(args)
         updated = svc.update(agent.with_changes(**changes), api_key=key)
+        if tools is not None:
+            services.tools.tools.set_agent_tools(updated.id, tools)
         print(f"Saved agent “{updated.name}”.")
+        if tools is not None:
+            print(f"tools: {tools_text(services.tools.tools.agent_tools(updated.id))}")
         moved = agent.key_ref is not None and updated.key_ref not in (None, agent.key_ref)
         why = key_left_behind(agent.base_url, updated.base_url) if moved else None
         if key is None and why and not svc.has_key(updated):

@@ -1,5 +1,9 @@
 """``simi ask``: one prompt to an agent, the reply streamed to stdout; what a slow reply waits
-for goes to stderr, and the last line can be the call's stats as JSON."""
+for goes to stderr, and the last line can be the call's stats as JSON.
+
+An agent with tools: each tool call is asked about on the terminal, refused when stdin is not
+one, or run unasked with ``--allow-tools`` (``cli_tools_prompt.py``); one stderr line says how
+each call ended."""
 
 from __future__ import annotations
 
@@ -16,7 +20,9 @@ from desktop.llm.events import TextDelta
 
 def run(services: Any, args: argparse.Namespace) -> int:
     # imported here: desktop.cli imports this module for its command table
+    from desktop.chat.tool_loop import StepChanged
     from desktop.cli import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, _agent_or_fail, _err
+    from desktop.cli_tools_prompt import StepReporter, approver_for
     from desktop.local.starter import STARTER_AGENT_NAME
 
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
@@ -43,14 +49,29 @@ def run(services: Any, args: argparse.Namespace) -> int:
 
     waiting_line = [False]  # a "connecting · 3 s" line stands on the terminal
 
+    def clear_waiting() -> None:
+        if waiting_line[0]:  # make room for the reply (or a question) on the same terminal
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+            waiting_line[0] = False
+
+    uses_tools = services.tools.agent_uses_tools(agent)
+    approve = approver_for(allow_all=args.allow_tools, before=clear_waiting)
+    report_step = StepReporter(before=clear_waiting)
+    at_line_start = [True]  # stdout: a tool line on stderr goes below the reply's text
+
     def on_event(event: object) -> None:
         if isinstance(event, TextDelta):
-            if waiting_line[0]:  # make room for the reply on the same terminal
-                sys.stderr.write("\r\x1b[K")
-                sys.stderr.flush()
-                waiting_line[0] = False
+            clear_waiting()
             sys.stdout.write(event.text)
             sys.stdout.flush()
+            if event.text:
+                at_line_start[0] = event.text.endswith("\n")
+        elif isinstance(event, StepChanged):
+            if not at_line_start[0] and sys.stdout.isatty() and sys.stderr.isatty():
+                sys.stderr.write("\n")  # one terminal: the tool's lines below the reply's text
+                at_line_start[0] = True
+            report_step(event)
 
     async def say_waiting() -> None:
         """Before the first token: what the reply waits for, on stderr (stdout is the reply).
@@ -58,13 +79,24 @@ def run(services: Any, args: argparse.Namespace) -> int:
         from 2 s on (a quick reply says nothing)."""
         shown, said = "", ""
         tty = sys.stderr.isatty()
+        # the run task began first, so this is its first clock (the one before the servers)
+        current, first = None, turn.clock
         while True:
             await asyncio.sleep(0.5)
             clock = turn.clock
             if clock is None:
                 continue
+            if clock is not current:  # the next model call of an agentic turn
+                current, shown, said = clock, "", ""
+            if clock.first_token is not None:
+                continue
             loading = agent.is_local and services.local.state == "loading"
             text = clock.waiting_for(remote=not agent.is_local, loading_model=loading) or ""
+            if uses_tools and clock is first and text:
+                # the turn's first clock runs while the agent's MCP servers start (the chat
+                # service starts the model call's own clock after them)
+                waited = clock.now() - clock.started
+                text = "starting the tool servers" + (f" · {waited:.0f} s" if waited >= 1 else "")
             if tty and text and text != shown:
                 sys.stderr.write(f"\r{text}\x1b[K")
                 sys.stderr.flush()
@@ -74,11 +106,11 @@ def run(services: Any, args: argparse.Namespace) -> int:
                 print(f"simi: {phase}…", file=sys.stderr, flush=True)
                 said = phase
             shown = text
-            if clock.first_token is not None:
-                return
 
     async def run() -> Any:
-        task = asyncio.ensure_future(services.chat.run(turn, on_event=on_event))
+        task = asyncio.ensure_future(
+            services.chat.run(turn, on_event=on_event, approve=approve if uses_tools else None)
+        )
         waiting = asyncio.ensure_future(say_waiting())
         task.add_done_callback(lambda _t: waiting.cancel())
         loop = asyncio.get_running_loop()
@@ -105,6 +137,8 @@ def run(services: Any, args: argparse.Namespace) -> int:
             conversation_id=result.conversation_id,
             message_id=result.assistant_message_id,
             status=result.status,
+            calls=len(result.calls),
+            tool_calls=len(result.steps),
         )
         print(json.dumps(record, sort_keys=True))
     sys.stdout.flush()
