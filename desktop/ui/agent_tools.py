@@ -36,6 +36,8 @@ NO_SERVERS = (
     "No tool servers yet. Add MCP servers in Settings → Tools, then choose here which of "
     "their tools this agent may use."
 )
+SHOWN_CHARS = 60  # of a tool's description, in the list
+VISIBLE_ROWS = 8  # more scroll
 INTRO = "Tools this agent may call. Each call asks you first unless you always allow it."
 
 
@@ -56,6 +58,8 @@ class ServerTools(QWidget):
         self.list = QListWidget()
         self.list.setAccessibleName(f"Tools of {server.name}")
         self.list.setObjectName("AgentToolList")
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 6)
         layout.addWidget(row(self.all_tools, self.load))
@@ -72,12 +76,19 @@ class ServerTools(QWidget):
         described = {t.name: t.description for t in tools}
         self.list.clear()
         for name in [*described, *sorted(chosen - set(described))]:
-            item = QListWidgetItem(name)
+            about = described.get(name, "")
+            first = about.strip().splitlines()[0] if about.strip() else ""
+            if len(first) > SHOWN_CHARS:  # the whole of it is the tooltip
+                first = first[: SHOWN_CHARS - 1].rstrip() + "…"
+            item = QListWidgetItem(f"{name} — {first}" if first else name)
+            item.setData(Qt.ItemDataRole.UserRole, name)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(Qt.CheckState.Checked if name in chosen else Qt.CheckState.Unchecked)
             item.setToolTip(described.get(name) or "Not listed by the server now")
             self.list.addItem(item)
-        self.list.setFixedHeight(min(6, max(1, self.list.count())) * 22 + 6)
+        rows = min(VISIBLE_ROWS, max(1, self.list.count()))
+        row_px = self.list.sizeHintForRow(0) if self.list.count() else 20
+        self.list.setFixedHeight(rows * row_px + 2 * self.list.frameWidth() + 4)
         self.list.setVisible(self.list.count() > 0)
         self._all_toggled(self.all_tools.isChecked())
 
@@ -86,7 +97,7 @@ class ServerTools(QWidget):
 
     def chosen_tools(self) -> set[str]:
         return {
-            self.list.item(i).text()
+            self.list.item(i).data(Qt.ItemDataRole.UserRole)
             for i in range(self.list.count())
             if self.list.item(i).checkState() == Qt.CheckState.Checked
         }
@@ -94,7 +105,7 @@ class ServerTools(QWidget):
     def set_checked(self, tool: str, checked: bool = True) -> None:
         for i in range(self.list.count()):
             item = self.list.item(i)
-            if item.text() == tool:
+            if item.data(Qt.ItemDataRole.UserRole) == tool:
                 item.setCheckState(Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
 
     def pairs(self) -> list[tuple[str, str]]:
@@ -129,6 +140,9 @@ class AgentToolsSection:
             part = ServerTools(server, chosen.get(server.name, set()), known)
             part.load.clicked.connect(lambda _=False, name=server.name: self.load_tools(name))
             part.load.setEnabled(server.enabled)
+            failed = tools.manager.state(server.name)
+            if failed.status == "failed":
+                say(part.status, _did_not_start(server.name, failed.why), "error")
             self.servers[server.name] = part
             layout.addWidget(part)
 
@@ -154,13 +168,17 @@ class AgentToolsSection:
             n = len(state.tools)
             say(part.status, f"{n} tool{'s' if n != 1 else ''}.", "ok")
         else:
-            why = state.why.removeprefix(f"MCP server “{name}”: ")
-            say(part.status, f"{name} did not start: {why} See Settings → Tools.", "error")
+            say(part.status, _did_not_start(name, state.why), "error")
         self.loaded.emit(name)
 
     def cancel(self) -> None:
         for task in self._tasks:
             task.cancel()
+
+
+def _did_not_start(name: str, why: str) -> str:
+    why = why.removeprefix(f"MCP server “{name}”: ")
+    return f"{name} did not start: {why} See Settings → Tools."
 
 
 class _Signals(QObject):

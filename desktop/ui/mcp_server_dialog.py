@@ -61,6 +61,7 @@ class EnvRow(QWidget):
         self.name = line("NAME")
         self.name.setText(name)
         self.name.setAccessibleName("Variable name")
+        self.name.setMinimumWidth(self.name.fontMetrics().horizontalAdvance("W" * 12))
         self.value = line(STORED if stored else "value")
         self.value.setText(value)
         self.value.setAccessibleName("Variable value")
@@ -169,7 +170,7 @@ class McpServerDialog(QDialog):
         layout.addWidget(row(self.status, self.buttons))
         self.transport.currentIndexChanged.connect(self._transport_changed)
         self._load(server)
-        self.resize(640, self.sizeHint().height())
+        self.resize(760, self.sizeHint().height())
 
     # loading ----------------------------------------------------------------------------------
     def _load(self, server: McpServer | None) -> None:

@@ -47,7 +47,7 @@ from desktop.ui.mcp_server_dialog import McpServerDialog
 INTRO = (
     "MCP servers give agents tools: programs on this computer (started with a command) or "
     "services at a URL that read files, search, or call other apps. Choose which agents may "
-    "use which tools in each agent's editor."
+    "use which tools in each agent's editor. Changes here are saved at once."
 )
 GRANTS_NOTE = "A revoked tool asks again before it runs."
 NO_GRANTS = "No tool is always allowed yet: each call asks first."
@@ -148,7 +148,7 @@ class ToolsPage(QWidget):
         self.status = WrapLabel()
         self.status.hide()
         servers.addWidget(self.status)
-        self.use_path = QPushButton()
+        self.use_path = QPushButton("Use the path found")
         self.use_path.clicked.connect(lambda: self.use_suggested_path())
         self.use_path_row = row(self.use_path, stretch=True)
         self.use_path_row.hide()
@@ -169,6 +169,9 @@ class ToolsPage(QWidget):
         grants.addWidget(self.grants_note)
         self.grants_table = _table(["Agent", "Tool", "Server", "Since", ""], "Always allowed")
         self.grants_table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        grants_header = self.grants_table.horizontalHeader()
+        grants_header.setStretchLastSection(False)
+        grants_header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
         grants.addWidget(self.grants_table)
 
         layout = QVBoxLayout(self)

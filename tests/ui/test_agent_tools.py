@@ -69,9 +69,11 @@ def test_pick_tools_save_and_reopen_shows_them(tool_services: Any, qtbot: Any) -
     part = dialog.tools_section.servers["tools"]
     assert not part.all_tools.isChecked() and part.list.count() == 0  # not started yet
     load(qtbot, dialog, "tools")
-    names = [part.list.item(i).text() for i in range(part.list.count())]
+    items = [part.list.item(i) for i in range(part.list.count())]
+    names = [item.data(Qt.ItemDataRole.UserRole) for item in items]
     assert {"add", "echo", "fail", "sleep", "crash"} <= set(names)
-    assert part.list.item(names.index("add")).toolTip() == "Add two numbers."
+    add = items[names.index("add")]
+    assert add.text() == "add — Add two numbers." and add.toolTip() == "Add two numbers."
     assert part.status.text().endswith("tools.")
     part.set_checked("add")
     part.set_checked("echo")

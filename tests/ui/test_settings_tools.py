@@ -22,6 +22,9 @@ from desktop.ui.mcp_server_dialog import STORED, McpServerDialog
 from desktop.ui.settings_dialog import SettingsDialog
 from desktop.ui.settings_tools import NO_GRANTS, ToolsPage
 from tests.helpers.tool_turns import ROOT, SERVER_ARGS, add_mcp_server
+from tests.tools import test_manager
+
+http_server = test_manager.http_server  # the test server over streamable HTTP, with a bearer key
 
 WAIT_MS = 60_000
 SECRET = "tok-ui-secret-4242"
@@ -112,6 +115,33 @@ def test_add_a_stdio_server_with_a_secret_then_check_it(
     assert page.status.text() == f"tools: ready, {n} tools"
     env = tool_services.tools.manager.call("tools", "env", {"name": "TOOL_TOKEN"})
     assert finish(qtbot, asyncio.ensure_future(env)).text == SECRET  # the keyring's value
+
+
+def test_add_an_http_server_with_a_bearer_key_then_check_and_edit_it(
+    page: ToolsPage, tool_services: Any, qtbot: Any, simi_home: Path, http_server: str
+) -> None:
+    dialog = page.add_server()
+    dialog.transport.setCurrentIndex(dialog.transport.findData("http"))
+    assert dialog.stdio_group.isHidden() and not dialog.http_group.isHidden()
+    dialog.name.setText("web")
+    dialog.url.setText(http_server)
+    dialog.bearer.setText("bearer-key-0004")
+    assert dialog.bearer.echoMode() == dialog.bearer.EchoMode.Password
+    save(qtbot, dialog)
+    config = tool_services.tools.manager.config
+    stored = config.get("web")
+    assert stored is not None and stored.bearer and stored.url == http_server
+    assert config.bearer_value(stored) == "bearer-key-0004"
+    assert b"bearer-key-0004" not in db_bytes(simi_home)
+    assert page.table.item(0, 1).text() == http_server
+    check(qtbot, page, "web")
+    assert page.state_text("web").startswith("ready, ")
+
+    dialog = page.edit_server("web")
+    assert dialog.bearer.text() == "" and dialog.bearer.placeholderText() == STORED
+    dialog.timeout.setValue(5)
+    save(qtbot, dialog)
+    assert config.bearer_value(config.get("web")) == "bearer-key-0004"  # kept
 
 
 def test_a_field_error_shows_under_its_field_and_keeps_what_was_typed(
