@@ -165,6 +165,8 @@ class AgentService:
         self._local_defaults = local_defaults
         # Called with each deleted agent (its saved prompt states go with it).
         self.on_deleted: list[Callable[[Agent], object]] = []
+        # (original, copy) after a clone: what lives beside the agent follows (its tools)
+        self.on_cloned: list[Callable[[Agent, Agent], object]] = []
         # key_ref -> (key, when read): keys ``fetch_key`` just read off the event loop.
         self._fetched: dict[str, tuple[str | None, float]] = {}
         self._fetched_lock = threading.Lock()
@@ -245,7 +247,10 @@ class AgentService:
             new_name = f"{agent.name} (copy {n})"
             n += 1
         # a copy keeps what the original has, empty fields included
-        return self._create(agent.with_changes(name=new_name, id=None), None, fill_defaults=False)
+        copy = self._create(agent.with_changes(name=new_name, id=None), None, fill_defaults=False)
+        for hook in list(self.on_cloned):
+            hook(agent, copy)
+        return copy
 
     def delete(self, agent: Agent) -> None:
         assert agent.id is not None

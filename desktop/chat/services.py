@@ -25,7 +25,7 @@ from desktop.local.provider import LocalRuntime
 from desktop.settings.paths import AppPaths
 from desktop.settings.prefs import Preferences
 from desktop.settings.secrets import RedactingFilter, SecretStore
-from desktop.store.agents import AgentStore
+from desktop.store.agents import Agent, AgentStore
 from desktop.store.compare import CompareStore
 from desktop.store.conversations import ConversationStore
 from desktop.store.db import open_database
@@ -124,6 +124,13 @@ class Services:
             McpManager(McpConfig(tool_store, secrets)), tool_store, ToolStepStore(db)
         )
         chat = ChatService(conversations, stats, factory, agents=agents, prices=prices, tools=tools)
+
+        # a cloned agent may use the same tools ("always" grants stay with the original)
+        def copy_tools(src: Agent, copy: Agent) -> None:
+            if src.id is not None and copy.id is not None:
+                tool_store.set_agent_tools(copy.id, tool_store.agent_tools(src.id))
+
+        agents.on_cloned.append(copy_tools)
         if tools.steps.mark_interrupted():
             log.info("tool calls cut off by a crash are marked cancelled")
         stale = conversations.mark_stale_streaming()

@@ -77,3 +77,14 @@ def test_a_stored_reply_with_two_rounds_of_calls_replays_as_calls_results_and_te
     ]
     assert [c.id for c in out[2].tool_calls] == ["c1", "c2"]
     assert [m.is_error for m in out if m.role == "tool"] == [False, True, True]
+
+
+def test_a_cloned_agent_may_use_the_same_tools_but_not_the_originals_grants(services) -> None:
+    from tests.helpers.tool_turns import add_mcp_server, tool_agent
+
+    add_mcp_server(services)
+    agent = tool_agent(services, "http://127.0.0.1:9/v1", tools="tools:add,tools:echo")
+    services.tools.tools.add_grant(agent.id, "tools", "add")
+    copy = services.agents.clone(agent)
+    assert services.tools.tools.agent_tools(copy.id) == [("tools", "add"), ("tools", "echo")]
+    assert services.tools.tools.grants(copy.id) == []
