@@ -39,7 +39,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = sub.add_parser(
         "stats",
         help="per-agent inference statistics (table, JSON or CSV), or every call",
-        description="Per agent: calls, errors, TTFT and decode speed (p50/p95), tokens, cost. "
+        description="Per agent: calls, errors, TTFT and decode speed (p50/p95), tokens, cost "
+        "(and tool calls and their time, for agents that used tools). "
         "Dates are UTC; --since is inclusive, --until exclusive.",
     )
     p.add_argument(
@@ -136,18 +137,26 @@ _COLUMNS: tuple[tuple[str, Any, bool], ...] = (
     ("cached", lambda r: _share(r["cached_share"]), True),
     ("cost", lambda r: _cost(r), False),
 )
+# shown when any agent's calls asked for tools (issue 18): the table is unchanged otherwise
+_TOOL_COLUMNS: tuple[tuple[str, Any, bool], ...] = (
+    ("tool calls", lambda r: f"{r.get('tool_calls') or 0:,}", True),
+    ("tool time", lambda r: _tool_ms(r.get("tool_ms")), True),
+)
 
 
 def print_table(summary: list[dict[str, Any]], out: Any) -> None:
     """The summary as an aligned table, then the errors by kind and what the columns mean."""
-    header = [h for h, _, _ in _COLUMNS]
-    table = [[value(r) for _, value, _ in _COLUMNS] for r in summary]
+    columns = _COLUMNS
+    if any(r.get("tool_calls") for r in summary):
+        columns = (*_COLUMNS[:-1], *_TOOL_COLUMNS, _COLUMNS[-1])
+    header = [h for h, _, _ in columns]
+    table = [[value(r) for _, value, _ in columns] for r in summary]
     widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(header)]
 
     def line(cells: list[str]) -> str:
         parts = [
             c.rjust(w) if right else c.ljust(w)
-            for c, w, (_, _, right) in zip(cells, widths, _COLUMNS, strict=True)
+            for c, w, (_, _, right) in zip(cells, widths, columns, strict=True)
         ]
         return "  ".join(parts).rstrip()
 
@@ -167,6 +176,12 @@ def print_table(summary: list[dict[str, Any]], out: Any) -> None:
         "(Send to first token), decode in tokens/s. Cost counts priced calls only.",
         file=out,
     )
+    if columns is not _COLUMNS:
+        print(
+            "calls: every model call (a reply that used tools makes several); tool calls: the "
+            "tools those calls asked for; tool time: how long the tools ran.",
+            file=out,
+        )
 
 
 def _errors(r: dict[str, Any]) -> str:
@@ -177,6 +192,12 @@ def _errors(r: dict[str, Any]) -> str:
 
 def _ms(value: Any) -> str:
     return "-" if value is None else f"{value:,.0f} ms"
+
+
+def _tool_ms(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f} ms" if value < 10_000 else f"{value / 1000:,.1f} s"
 
 
 def _speed(value: Any) -> str:

@@ -148,3 +148,35 @@ def test_a_bad_date_says_what_is_expected(cli_env) -> None:
 def test_json_and_csv_together_are_refused(cli_env) -> None:
     out = simi(cli_env, "stats", "--json", "--csv")
     assert out.returncode == 2 and "not allowed with argument --json" in out.stderr
+
+
+def test_tool_calls_and_their_time_are_in_the_table_json_and_csv(simi_home, capsys) -> None:
+    """An agentic turn's rows as ``ChatService.run`` records them (the call that asked for
+    tools ends "tool_calls" with their count and run time)."""
+    from desktop.chat.services import Services
+    from desktop.settings.paths import AppPaths
+
+    services = Services.open(AppPaths.from_env())
+    try:
+        services.stats.record(_call("Plain", 2))
+        _, plain, _ = _main(capsys)
+        services.stats.record(
+            _call("Tooly", 3, finish_reason="tool_calls", call_index=1, tool_calls=1, tool_ms=80.0)
+        )
+        services.stats.record(_call("Tooly", 3, call_index=2))
+    finally:
+        services.close()
+    assert "tool calls" not in plain  # no tools: the table as before
+    _, out, _ = _main(capsys)
+    header, *lines = out.splitlines()
+    assert "tool calls" in header and "tool time" in header
+    tooly = next(line for line in lines if line.startswith("Tooly"))
+    assert tooly.split()[1] == "2" and "80 ms" in tooly
+    assert "tool time: how long the tools ran" in out
+    _, out, _ = _main(capsys, "--json", "--agent", "Tooly")
+    (row,) = json.loads(out)
+    assert (row["calls"], row["tool_calls"], row["tool_ms"]) == (2, 1, 80.0)
+    _, out, _ = _main(capsys, "--csv")
+    by_agent = {r["agent"]: r for r in csv.DictReader(io.StringIO(out))}
+    assert (by_agent["Tooly"]["tool_calls"], by_agent["Tooly"]["tool_ms"]) == ("1", "80.0")
+    assert (by_agent["Plain"]["tool_calls"], by_agent["Plain"]["tool_ms"]) == ("0", "")

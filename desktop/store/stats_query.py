@@ -72,6 +72,8 @@ SUMMARY_KEYS = (
     "local",
     "first_at",
     "last_at",
+    "tool_calls",  # tools the agent's model calls asked for (issue 18), summed
+    "tool_ms",  # how long those tools ran, summed (None when none ran)
 )
 
 DATE_HINT = "expected a date like 2026-11-30 (or a date and time like 2026-11-30T14:00)"
@@ -255,6 +257,7 @@ def summary(db: sqlite_utils.Database, f: StatsFilter) -> list[dict[str, Any]]:
     if not by_agent:
         return []
     _add_outcomes(db, f, by_agent)
+    _add_tools(db, f, by_agent)
     _add_percentiles(db, f, by_agent, counts)
     return sorted(by_agent.values(), key=lambda r: (-r["calls"], nocase(r["agent"])))
 
@@ -274,6 +277,46 @@ def _add_outcomes(
             row["error_kinds"][str(r["kind"])] = n
     for row in by_agent.values():
         row["error_rate"] = row["errors"] / row["calls"] if row["calls"] else 0.0
+
+
+# A partial index of the calls that asked for tools (agent, started_at, tool_calls, tool_ms
+# WHERE tool_calls IS NOT NULL), when a migration has made it: the tool totals from it alone.
+TOOLS_INDEX = "stats_tools"
+
+
+def _tools_sql(where: str, index: str) -> str:
+    return (
+        "SELECT agent_name AS agent, TOTAL(tool_calls) AS tool_calls, SUM(tool_ms) AS tool_ms "
+        f"FROM inference_stats INDEXED BY {index} {where} "
+        "GROUP BY agent_name COLLATE NOCASE"
+    )
+
+
+def _has_index(db: sqlite_utils.Database, name: str) -> bool:
+    found = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", [name])
+    return found.fetchone() is not None
+
+
+def _add_tools(
+    db: sqlite_utils.Database, f: StatsFilter, by_agent: dict[str, dict[str, Any]]
+) -> None:
+    """Each agent's tool calls (0 without any) and their run time (None when none ran).
+
+    Only a call that asked for tools has ``tool_calls`` (it ends "tool_calls":
+    chat/turn_calls), so without ``TOOLS_INDEX`` the scan of stats_summary (finish_reason is
+    in it) reads the table for those calls alone."""
+    for row in by_agent.values():
+        row["tool_calls"] = 0
+    if _has_index(db, TOOLS_INDEX):
+        where, params = f.where("tool_calls IS NOT NULL")
+        sql = _tools_sql(where, TOOLS_INDEX)
+    else:
+        where, params = f.where("finish_reason = 'tool_calls'", "tool_calls IS NOT NULL")
+        sql = _tools_sql(where, "stats_summary")
+    for r in select(db, sql, params):
+        row = by_agent[nocase(r["agent"])]
+        row["tool_calls"] = int(r["tool_calls"])
+        row["tool_ms"] = round(r["tool_ms"], 1) if r["tool_ms"] is not None else None
 
 
 def _add_percentiles(

@@ -226,6 +226,7 @@ class StatsFooter(QWidget):
         # an agentic reply: every model call's stats row in order, and its tool calls
         self.calls: list[dict[str, Any]] = []
         self.steps: list[Any] = []  # desktop.store.tool_steps.ToolStep
+        self._said: tuple[str, str, tuple[str, ...]] = ("", "", ())  # set_stats' line, tip
         self.panel: TimelinePanel | None = None
 
     def text(self) -> str:
@@ -240,9 +241,8 @@ class StatsFooter(QWidget):
     ) -> None:
         """The line (or the first of the ``shorter`` wordings that fits) and the tooltip; the
         button shows when the row holds any time at all."""
-        self.line.set_texts([line, *shorter])
-        self.setToolTip(tooltip)
-        self.line.setToolTip(tooltip)
+        self._said = (line, tooltip, tuple(shorter))
+        self._show_line()
         changed = stats is not None and stats != self.stats
         self.stats = stats
         timed = stats is not None and any(
@@ -259,8 +259,29 @@ class StatsFooter(QWidget):
     def set_calls(self, calls: Sequence[dict[str, Any]], steps: Sequence[Any]) -> None:
         """An agentic reply's model calls (stats rows, ``call_index`` order) and tool steps,
         for the timeline (call 1 → tool → call 2 …); empty for a one-call reply."""
+        changed = (list(calls), list(steps)) != (self.calls, self.steps)
         self.calls = list(calls)
         self.steps = list(steps)
+        self._show_line()
+        panel = self.panel
+        if changed and panel is not None and shiboken6.isValid(panel) and panel.isVisible():
+            self.open_timeline()
+
+    def _show_line(self) -> None:
+        """The line and tooltip of ``set_stats``; a reply of several calls says so at the end
+        ("… · 2 calls · tools 80 ms") and its tooltip lists the calls."""
+        line, tooltip, shorter = self._said
+        texts = [line, *shorter]
+        if line and len(self.calls) > 1:
+            # the turn's words only for a reply that used tools (loaded on the first one)
+            from desktop.chat.turn_timeline import calls_suffix, calls_tooltip
+
+            suffix = calls_suffix(self.calls, self.steps)
+            texts = [f"{t} · {suffix}" if t else suffix for t in texts]
+            tooltip = "\n\n".join(t for t in (calls_tooltip(self.calls, self.steps), tooltip) if t)
+        self.line.set_texts(texts)
+        self.setToolTip(tooltip)
+        self.line.setToolTip(tooltip)
 
     def has_content(self) -> bool:
         return bool(self.text()) or not self.timeline_button.isHidden()

@@ -57,6 +57,8 @@ from desktop.ui.dashboard_data import (
     range_bounds,
     range_words,
     summary_cells,
+    table_columns,
+    uses_tools,
 )
 from desktop.ui.dashboard_picker import AgentPicker
 from desktop.ui.elided_label import ElidedLabel
@@ -218,10 +220,7 @@ class StatsPage(QWidget):
         self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.table.verticalHeader().setVisible(False)
         self.table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        for col, (name, tip) in enumerate(COLUMNS):
-            item = QTableWidgetItem(name)
-            item.setToolTip(tip)
-            self.table.setHorizontalHeaderItem(col, item)
+        self._set_columns(COLUMNS)
         header = self.table.horizontalHeader()
         header.setMinimumSectionSize(40)
         header.setStretchLastSection(False)  # never cut a cost short: scroll instead
@@ -372,7 +371,18 @@ class StatsPage(QWidget):
             f"{calls:,} of {total:,} calls in the range ({len(rows)} of {len(snap.agents)} agents)"
         )
 
+    def _set_columns(self, columns: tuple[tuple[str, str], ...]) -> None:
+        self.table.setColumnCount(len(columns))
+        for col, (name, tip) in enumerate(columns):
+            item = QTableWidgetItem(name)
+            item.setToolTip(tip)
+            self.table.setHorizontalHeaderItem(col, item)
+
     def _fill_table(self, rows: list[dict[str, Any]], colors: dict[str, QColor]) -> None:
+        tools = uses_tools(rows)  # the tool columns only when an agent here used tools
+        columns = table_columns(tools)
+        if self.table.columnCount() != len(columns):
+            self._set_columns(columns)
         header = self.table.horizontalHeader()
         # sized once when filled (ResizeToContents would measure again after every cell)
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
@@ -380,7 +390,7 @@ class StatsPage(QWidget):
         self.table.setRowCount(len(rows))
         right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
         for r, row in enumerate(rows):
-            for c, (text, tip) in enumerate(summary_cells(row)):
+            for c, (text, tip) in enumerate(summary_cells(row, tools)):
                 item = QTableWidgetItem(text)
                 if tip:
                     item.setToolTip(tip)

@@ -176,6 +176,24 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("Cost", "Summed price of the calls. “local” costs nothing; “—” means no price is known; "
      "“+ N unpriced” counts calls whose price is unknown, never as $0."),
 )  # fmt: skip
+# Shown only when an agent in the table used tools (issue 18), before Cost: the table of a
+# person without tools is unchanged.
+TOOL_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("Tool\ncalls", "Tools the agent's model calls asked for. A reply that used tools is "
+     "several model calls (each counted in Calls): one asks, the tool runs, the next reads "
+     "its result."),
+    ("Tool\ntime", "How long those tools ran, summed (not the time waiting for your "
+     "approval)."),
+)  # fmt: skip
+
+
+def uses_tools(rows: list[dict[str, Any]]) -> bool:
+    return any(row.get("tool_calls") for row in rows)
+
+
+def table_columns(tools: bool) -> tuple[tuple[str, str], ...]:
+    """The table's columns: ``COLUMNS``, with ``TOOL_COLUMNS`` before Cost when ``tools``."""
+    return (*COLUMNS[:-1], *TOOL_COLUMNS, COLUMNS[-1]) if tools else COLUMNS
 
 
 def percent_text(share: float | None) -> str:
@@ -209,8 +227,17 @@ def errors_cell(row: dict[str, Any]) -> tuple[str, str]:
     return text, "\n".join(lines)
 
 
-def summary_cells(row: dict[str, Any]) -> list[tuple[str, str]]:
-    """One (text, tooltip) per column of ``COLUMNS`` for a summary dict."""
+def tool_cells(row: dict[str, Any]) -> list[tuple[str, str]]:
+    """The tool calls and their time, for ``TOOL_COLUMNS``."""
+    n = int(row.get("tool_calls") or 0)
+    tool_ms = row.get("tool_ms")
+    calls = int(row.get("calls") or 0)
+    tip = f"{n:,} tool calls over {calls:,} model calls." if n else "No tool calls."
+    return [(f"{n:,}", tip), (ms_text(tool_ms) if n else "—", "")]
+
+
+def summary_cells(row: dict[str, Any], tools: bool = False) -> list[tuple[str, str]]:
+    """One (text, tooltip) per column of ``table_columns(tools)`` for a summary dict."""
     errors, errors_tip = errors_cell(row)
     prompt, cached = int(row.get("prompt_tokens") or 0), int(row.get("cached_tokens") or 0)
     output, reasoning = int(row.get("output_tokens") or 0), int(row.get("reasoning_tokens") or 0)
@@ -243,6 +270,7 @@ def summary_cells(row: dict[str, Any]) -> list[tuple[str, str]]:
             f"generated, {reasoning:,} of them reasoning.",
         ),
         (percent_text(row.get("cached_share")), ""),
+        *(tool_cells(row) if tools else []),
         (cost_cell(row), cost_tip),
     ]
 

@@ -41,6 +41,9 @@ _KIND_COLORS = {
         "decode": "#12a37f",
         "finish": "#c4c9d2",
         "gap": "#d5d9e0",
+        # an agentic turn's lane (chat/turn_timeline.py): a model call, a tool call
+        "call": "#4f46e5",
+        "tool": "#0d9488",
     },
     True: {
         "wait": "#d9a21b",
@@ -53,6 +56,8 @@ _KIND_COLORS = {
         "decode": "#2fbf93",
         "finish": "#4a505b",
         "gap": "#3a3f48",
+        "call": "#8b8ff5",
+        "tool": "#2cc4b4",
     },
 }
 LANE_TITLE_H = 18.0

@@ -73,6 +73,15 @@ ending at the first token.</p>
 guessed. A price shown comes from the provider itself, your own price for the agent, or the
 genai-prices dataset, and says which.</p>
 
+<h4>Replies that used tools</h4>
+<p>An agent allowed tools may answer in several <i>model calls</i>: the first asks for a
+tool, SIMI Multi runs it (after you allow it), and the next call reads its result. The
+<i>Turn</i> lane at the top shows them in order, to scale: call 1, each tool with its run time,
+call 2, and so on, with any time spent <i>waiting for your approval</i>. A tool call that never
+ran (denied, refused, or invalid) is a thin mark with its status. Below it, choose a call to
+see its own timeline. The totals add every call's time, tokens and cost; a cost stays unknown
+when any call's price is unknown.</p>
+
 <h4>Why did one reply feel slower?</h4>
 <ul>
 <li>A long first part before the first token on a local model: starting the worker or

@@ -1,5 +1,10 @@
 """The reply timeline panel: one call drawn to scale, every part with its figure, then its facts.
 
+A reply of several model calls (an agent that used tools: ``calls``, ``steps``) starts with
+the turn: call 1 → each tool (its run time) → call 2 … to scale in the same chart, the turn's
+totals, and a "Call 1 | Call 2" choice below it that shows one call's own lanes and facts (the
+last call first).
+
 Opened from a reply's footer ("Timeline"). A small non-modal window over the main one, sized to
 fit it (down to the window's minimum, 720×480: the body scrolls). Everything in it is text a
 person can select, and "Copy as text" copies all of it. "How to read this" explains the words.
@@ -26,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from desktop.chat.timeline import Marker, Segment, Timeline, build_timeline
 from desktop.chat.timeline_facts import Fact
+from desktop.chat.turn_timeline import STATUS_WORDS, TurnTimeline, build_turn_timeline
 from desktop.ui.theme import Colors, current_colors, current_text_scale, scale_font_sizes
 from desktop.ui.timeline_chart import SplitBar, TimelineChart, kind_color
 from desktop.ui.timeline_help import TimelineHelp
@@ -58,6 +64,8 @@ def _panel_style(c: Colors) -> str:
 #TimelineUnknown {{ color: {c.muted}; font-style: italic; }}
 #TimelineCaption {{ color: {c.muted}; font-size: 11px; }}
 QScrollArea#TimelineScroll, #TimelineBody {{ background: {c.window}; border: none; }}
+QPushButton#TimelineCallChoice:checked {{ background: {c.selection}; color: {c.text};
+                                         border: 1px solid {c.accent}; font-weight: 700; }}
 """
 
 
@@ -77,7 +85,17 @@ class TimelinePanel(QDialog):
         self.setModal(False)
         self.setWindowTitle("Reply timeline")
         self.setAccessibleName("Reply timeline")
-        self.timeline: Timeline = build_timeline(stats)
+        # several model calls: the turn on top, then one call's own timeline (the last first)
+        self.turn: TurnTimeline | None = (
+            build_turn_timeline(calls, steps) if len(calls) > 1 else None
+        )
+        self.selected_call = len(self.turn.call_timelines) if self.turn else 1
+        self.timeline: Timeline = (
+            self.turn.call_timelines[-1] if self.turn else build_timeline(stats)
+        )
+        self.turn_chart: TimelineChart | None = None
+        self.turn_rows: list[tuple[str, str, str]] = []  # label, figure, what happened
+        self.call_buttons: list[QPushButton] = []
         self.help: TimelineHelp | None = None
         self._styled_dark: bool | None = None
         self.legend_rows: list[tuple[str, str, str]] = []  # label, figure, who measured
@@ -97,14 +115,14 @@ class TimelinePanel(QDialog):
         self.body = QVBoxLayout(body)
         self.body.setContentsMargins(4, 0, 8, 0)
         self.body.setSpacing(8)
-        self._build_header()
-        self.chart = TimelineChart(self.timeline)
-        self.body.addWidget(self.chart)
-        self._build_legend()
-        self._build_facts()
-        if self.timeline.notes:
-            self.notes = _label("\n".join(self.timeline.notes), "TimelineMuted")
-            self.body.addWidget(self.notes)
+        self._into = self.body  # where the _build_* methods add
+        self.call_host: QWidget | None = None
+        if self.turn is None:
+            self._build_call(with_title=True)
+        else:
+            self._build_turn(self.turn)
+            self.call_host = self._call_section()
+            self.body.addWidget(self.call_host)
         self.body.addStretch(1)
         self.scroll.setWidget(body)
         outer.addWidget(self.scroll, 1)
@@ -131,21 +149,131 @@ class TimelinePanel(QDialog):
         self._fit_to(parent)
 
     # building ---------------------------------------------------------------------------------
-    def _build_header(self) -> None:
+    def _build_call(self, with_title: bool) -> None:
+        """One call's header, chart, legend, facts and notes (into ``self._into``)."""
+        self._build_header(with_title)
+        self.chart = TimelineChart(self.timeline)
+        self._into.addWidget(self.chart)
+        self._build_legend()
+        self._build_facts()
+        if self.timeline.notes:
+            self.notes = _label("\n".join(self.timeline.notes), "TimelineMuted")
+            self._into.addWidget(self.notes)
+
+    def _build_header(self, with_title: bool = True) -> None:
         t = self.timeline
-        self.title = _label(t.title, "TimelineTitle")
-        self.body.addWidget(self.title)
+        if with_title:
+            self.title = _label(t.title, "TimelineTitle")
+            self._into.addWidget(self.title)
         for text in (t.subtitle, t.outcome):
             if text:
-                self.body.addWidget(_label(text, "TimelineMuted"))
+                self._into.addWidget(_label(text, "TimelineMuted"))
         self.summary = _label(t.summary, "TimelineSummary")
         self.summary.setVisible(bool(t.summary))
-        self.body.addWidget(self.summary)
+        self._into.addWidget(self.summary)
         if not (t.segments or t.markers):
-            self.body.addWidget(_label("No times were recorded for this call.", "TimelineUnknown"))
+            self._into.addWidget(_label("No times were recorded for this call.", "TimelineUnknown"))
 
     def _heading(self, text: str) -> None:
-        self.body.addWidget(_label(text.upper(), "TimelineHeading"))
+        self._into.addWidget(_label(text.upper(), "TimelineHeading"))
+
+    def _build_turn(self, turn: TurnTimeline) -> None:
+        """The turn to scale (calls and tools), its totals, what each part was, the choice."""
+        self.title = _label(turn.title, "TimelineTitle")
+        self.body.addWidget(self.title)
+        self._heading("The turn")
+        self.turn_totals = _label(turn.totals.text(), "TimelineValue")
+        self.body.addWidget(self.turn_totals)
+        self.turn_tokens = _label(turn.totals.tokens_text(), "TimelineMuted")
+        self.body.addWidget(self.turn_tokens)
+        self.turn_chart = TimelineChart(turn.chart)
+        self.turn_chart.setObjectName("TurnChart")
+        self.turn_chart.setAccessibleName("The turn's model calls and tool calls, to scale")
+        self.body.addWidget(self.turn_chart)
+        grid = QGridLayout()
+        grid.setHorizontalSpacing(10)
+        grid.setVerticalSpacing(3)
+        grid.setColumnStretch(1, 3)
+        grid.setColumnStretch(3, 2)
+        for column, text in ((1, "part"), (2, "time"), (3, "what happened")):
+            grid.addWidget(_label(text, "TimelineCaption"), 0, column)
+        for n, part in enumerate(turn.parts, start=1):
+            swatch = QLabel()
+            swatch.setFixedSize(12, 12)
+            if part.instant:
+                swatch.setText("│")
+                swatch.setAlignment(Qt.AlignmentFlag.AlignCenter)
+            else:
+                self._swatch(swatch, part.kind)
+            happened = _happened(part.kind, part.status)
+            name = _label(part.label, "TimelineValue")
+            value = _label(part.figure, "TimelineValue", wrap=False)
+            what = _label(happened, "TimelineMuted")
+            for widget in (swatch, name, value, what):
+                widget.setToolTip(part.description)
+            name.setAccessibleName(f"{part.label}: {part.figure}, {happened}")
+            for column, widget in enumerate((swatch, name, value, what)):
+                grid.addWidget(widget, n, column)
+            self.turn_rows.append((part.label, part.figure, happened))
+        self.body.addLayout(grid)
+        row = QHBoxLayout()
+        row.setSpacing(4)
+        row.addWidget(_label("Each call's own timeline:", "TimelineFactLabel", wrap=False))
+        for n in range(1, len(turn.call_timelines) + 1):
+            button = QPushButton(f"Call {n}")
+            button.setObjectName("TimelineCallChoice")
+            button.setCheckable(True)
+            button.setAutoExclusive(True)
+            button.setChecked(n == self.selected_call)
+            button.setAccessibleName(f"Show call {n}'s own timeline")
+            button.setToolTip(f"Call {n} of {len(turn.call_timelines)}: its parts and figures")
+            button.clicked.connect(self._call_slot(n))
+            row.addWidget(button)
+            self.call_buttons.append(button)
+        row.addStretch(1)
+        self.body.addLayout(row)
+
+    def _call_slot(self, n: int) -> Any:
+        return lambda: self.show_call(n)
+
+    def _call_section(self) -> QWidget:
+        """The chosen call's own timeline, in a widget of its own (replaced on a new choice)."""
+        assert self.turn is not None
+        host = QWidget()
+        host.setObjectName("TimelineCall")
+        layout = QVBoxLayout(host)
+        layout.setContentsMargins(0, 6, 0, 0)
+        layout.setSpacing(8)
+        self._into = layout
+        count = len(self.turn.call_timelines)
+        self._heading(f"Call {self.selected_call} of {count}")
+        asked = [
+            f"{p.label} ({p.figure})"
+            for p in self.turn.parts
+            if p.kind == "tool" and p.call_index == self.selected_call
+        ]
+        if asked:
+            self.call_asked = _label("It asked for " + ", ".join(asked) + ".", "TimelineValue")
+            layout.addWidget(self.call_asked)
+        self._build_call(with_title=False)
+        self._into = self.body
+        return host
+
+    def show_call(self, n: int) -> None:
+        """Show call ``n``'s own timeline (1-based) under the turn."""
+        if self.turn is None or self.call_host is None:
+            return
+        n = max(1, min(n, len(self.turn.call_timelines)))
+        self.selected_call = n
+        self.timeline = self.turn.call_timelines[n - 1]
+        self.legend_rows, self.fact_values, self.bars, self._captions = [], {}, {}, []
+        old = self.call_host
+        self.call_host = self._call_section()
+        self.body.replaceWidget(old, self.call_host)
+        old.hide()
+        old.deleteLater()
+        for k, button in enumerate(self.call_buttons, start=1):
+            button.setChecked(k == n)
 
     def _build_legend(self) -> None:
         t = self.timeline
@@ -188,7 +316,7 @@ class TimelinePanel(QDialog):
             grid.addWidget(value, n, 2)
             grid.addWidget(by, n, 3)
             self.legend_rows.append((label, figure, who))
-        self.body.addLayout(grid)
+        self._into.addLayout(grid)
 
     def _swatch(self, swatch: QLabel, kind: str) -> None:
         swatch.setProperty("kind", kind)
@@ -224,7 +352,7 @@ class TimelinePanel(QDialog):
             grid.addWidget(label, n, 0, Qt.AlignmentFlag.AlignTop)
             grid.addLayout(cell, n, 1)
             self.fact_values[fact.key] = value
-        self.body.addLayout(grid)
+        self._into.addLayout(grid)
 
     def _add_bar(self, cell: QVBoxLayout, fact: Fact) -> None:
         """The split bar under a fact that has parts: prompt, output, context, cost."""
@@ -303,6 +431,8 @@ class TimelinePanel(QDialog):
         for caption, keyed in self._captions:
             self._color_caption(caption, keyed)
         self.chart.update()
+        if self.turn_chart is not None:
+            self.turn_chart.update()
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
@@ -317,9 +447,24 @@ class TimelinePanel(QDialog):
         return self.help
 
     def copy_text(self) -> None:
-        QGuiApplication.clipboard().setText(self.timeline.as_text())
+        text = self.turn.as_text() if self.turn else self.timeline.as_text()
+        QGuiApplication.clipboard().setText(text)
         self.copy_button.setText("Copied")
         self._copy_reset.start()
 
     def legend_text(self) -> str:
         return "\n".join(" · ".join(p for p in row if p) for row in self.legend_rows)
+
+    def turn_text(self) -> str:
+        """The turn's parts as listed under its chart, one a line ("" for one call)."""
+        return "\n".join(" · ".join(p for p in row if p) for row in self.turn_rows)
+
+
+def _happened(kind: str, status: str) -> str:
+    if kind == "call":
+        return {"tool_calls": "asked for tools", "stop": "answered"}.get(
+            status, status.replace("_", " ") or "model call"
+        )
+    if kind == "tool":
+        return STATUS_WORDS.get(status, status)
+    return "you decided" if kind == "wait" else "results saved and sent"

@@ -219,6 +219,40 @@ def test_summary_is_sorted_by_calls_then_name_and_has_every_key(stats) -> None:
     assert all(list(r) == list(SUMMARY_KEYS) for r in rows)
 
 
+def test_tool_calls_and_their_time_are_summed_per_agent(stats) -> None:
+    """Rows as an agentic turn stores them (chat/turn_calls.call_row): the call that asked for
+    tools ends "tool_calls" with their count and run time; the answering call has neither."""
+    stats.record(
+        _call("Tooly", finish_reason="tool_calls", call_index=1, tool_calls=2, tool_ms=80.0)
+    )
+    stats.record(_call("Tooly", call_index=2))
+    stats.record(
+        _call("tooly", finish_reason="tool_calls", call_index=1, tool_calls=1, tool_ms=None)
+    )
+    stats.record(_call("tooly", call_index=2))
+    stats.record(_call("Plain"))
+    summary = _by_agent(stats.summary())
+    tooly = summary["Tooly"]
+    assert (tooly["calls"], tooly["tool_calls"], tooly["tool_ms"]) == (4, 3, 80.0)
+    assert tooly["complete"] == 4  # a call that asked for tools did not fail
+    plain = summary["Plain"]
+    assert (plain["tool_calls"], plain["tool_ms"]) == (0, None)
+    # the range applies to them too
+    assert stats.summary(StatsFilter(since="2026-11-16")) == []
+
+
+def test_tool_totals_use_the_tools_index_when_a_migration_made_it(stats, db) -> None:
+    stats.record(_call("Tooly", finish_reason="tool_calls", tool_calls=1, tool_ms=40.0))
+    db.execute(
+        "CREATE INDEX stats_tools ON inference_stats (agent_name COLLATE NOCASE, started_at, "
+        "tool_calls, tool_ms) WHERE tool_calls IS NOT NULL"
+    )
+    plans = _plans(db, stats.summary)
+    tools = next(plan for sql, plan in plans if "TOTAL(tool_calls)" in sql)
+    assert any("COVERING INDEX stats_tools" in line for line in tools), tools
+    assert _by_agent(stats.summary())["Tooly"]["tool_ms"] == 40.0
+
+
 def test_series_gives_the_most_recent_calls_oldest_first(stats) -> None:
     ids = {}
     for day, value in ((5, 50.0), (1, 10.0), (3, None), (4, 40.0), (2, 20.0)):
@@ -302,11 +336,16 @@ def test_summary_of_100k_calls_is_answered_from_indexes_in_sqlite(big) -> None:
     three = StatsFilter(agents=filled.agents[:3], since="2026-10-01")
     plans = _plans(db, lambda: stats.summary(three))
     # a fixed number of statements per agent, however many calls each has
-    assert len(plans) <= 2 + 6 * 3
+    assert len(plans) <= 3 + 6 * 3
     for sql, plan in plans:
         touching = [line for line in plan if "inference_stats" in line]
         assert touching, sql
         for line in touching:
+            if "TOTAL(tool_calls)" in sql:
+                # the tool totals (issue 18): stats_summary picks the calls that asked for
+                # tools (finish_reason is in it); only those rows are read from the table
+                assert "INDEX stats_summary" in line and "finish_reason" in sql, (sql, plan)
+                continue
             # every read of the table goes through an index that holds what it needs
             assert "COVERING INDEX" in line, (sql, plan)
     totals = next(plan for sql, plan in plans if "GROUP BY" in sql and "COUNT(price_source)" in sql)

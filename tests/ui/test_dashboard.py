@@ -163,6 +163,45 @@ def test_the_table_shows_each_agents_figures_in_words(
     assert "Cloud laggy: Decode speed p50 20.0 tok/s" in text
 
 
+def test_tool_columns_show_only_when_an_agent_used_tools(
+    qtbot: Any, services: Any, make_window: Any
+) -> None:
+    """Rows as an agentic turn stores them: the call that asked for tools ends "tool_calls"
+    with their count and run time (chat/turn_calls.call_row), the answering call without."""
+    _three_agents(services)
+    window = make_window(services)
+    page = _open_page(window, qtbot)
+    assert page.table.columnCount() == len(COLUMNS)  # no tools: the table as before
+    for days_ago in (0.5, 0.6):
+        services.stats.record(
+            {
+                "agent_name": "Tooly",
+                "provider_kind": "openai",
+                "started_at": _at(days_ago),
+                "ttft_ms": 300.0,
+                "total_ms": 800.0,
+                "finish_reason": "tool_calls",
+                "call_index": 1,
+                "tool_calls": 2,
+                "tool_ms": 60.0,
+            }
+        )
+        _call(services, "Tooly", 250, 50, days_ago=days_ago - 0.01)
+    with qtbot.waitSignal(page.refreshed, timeout=10_000):
+        page.reload()
+    headers = [page.table.horizontalHeaderItem(c).text() for c in range(page.table.columnCount())]
+    assert headers[-3:] == ["Tool\ncalls", "Tool\ntime", "Cost"]
+    by_agent = {
+        page.table.item(r, 0).text(): [
+            page.table.item(r, c).text() for c in range(page.table.columnCount())
+        ]
+        for r in range(page.table.rowCount())
+    }
+    assert by_agent["Tooly"][1] == "4"  # model calls: every row
+    assert by_agent["Tooly"][-3:-1] == ["4", "120 ms"]
+    assert by_agent["Cloud steady"][-3:-1] == ["0", "—"]
+
+
 def test_the_date_range_changes_what_is_shown(qtbot: Any, services: Any, make_window: Any) -> None:
     _call(services, "Recent agent", 300, 40, days_ago=2)
     _call(services, "Old agent", 500, 30, days_ago=20)
