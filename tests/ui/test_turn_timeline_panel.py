@@ -21,7 +21,10 @@ from desktop.ui import theme
 from desktop.ui.bubble_parts import StatsFooter
 from desktop.ui.timeline_chart import kind_color
 from desktop.ui.timeline_panel import TimelinePanel
+from tests.chat.test_tool_turns import always, answer, call, run_turn
 from tests.chat.test_turn_timeline import CALL1, CALL2, step
+from tests.helpers.fault_server import FaultServer
+from tests.helpers.tool_turns import add_mcp_server, tool_agent
 from tests.helpers.widget_checks import cut_labels, overlaps, unnamed_controls
 
 
@@ -158,3 +161,29 @@ def test_render_two_call_timeline_screenshots_light_and_dark(
             panel.close()
     finally:
         theme.install(qapp, dark=False)
+
+
+def test_a_real_two_call_turns_rows_open_the_turn_panel(
+    qtbot: Any, qapp: QApplication, services: Any, tmp_path: Path
+) -> None:
+    """A turn recorded by ``ChatService.run``: a loopback OpenAI-compatible server (stands in
+    for a model that calls tools) and the SDK's MCP test server over stdio."""
+    add_mcp_server(services)
+    with FaultServer([call("add", {"a": 2, "b": 3}), answer("It is 5.")]) as server:
+        agent = tool_agent(services, server.url + "/v1", tools="tools:add")
+        turn, _ = run_turn(services, agent, "2+3?", always("once"))
+    message = turn.assistant_message_id
+    rows = services.stats.calls_for_messages([message])[message]
+    steps = services.tools.steps.for_message(message)
+    panel = TimelinePanel(rows[-1], None, calls=rows, steps=steps)
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.resize(820, panel.scroll.widget().sizeHint().height() + 72)
+    settle(qapp)
+    assert panel.turn is not None and [b.text() for b in panel.call_buttons] == ["Call 1", "Call 2"]
+    assert set(panel.turn_chart.segment_rects()) >= {"call1", "tool0", "call2"}
+    assert panel.turn_totals.text().startswith("2 model calls · 1 tool call · ")
+    assert "add on tools" in panel.turn_text()
+    out = Path(os.environ.get("SIMI_SCREENSHOT_DIR") or tmp_path)
+    out.mkdir(parents=True, exist_ok=True)
+    assert panel.grab().save(str(out / "timeline_two_calls_real_turn_light.png"))
