@@ -207,5 +207,9 @@ def m010_tool_steps(db: sqlite_utils.Database) -> None:
             created_at TEXT NOT NULL
         );
         CREATE INDEX IF NOT EXISTS tool_steps_by_message ON tool_steps (message_id, position);
+        -- the dashboard's tool totals per agent read only the calls that asked for tools
+        CREATE INDEX IF NOT EXISTS stats_tools ON inference_stats
+            (agent_name COLLATE NOCASE, started_at, tool_calls, tool_ms)
+            WHERE tool_calls IS NOT NULL;
         """
     )

@@ -158,7 +158,9 @@ class StatsStore:
         none); token sums and ``cached_share`` (cached/prompt, None without prompt tokens);
         ``cost_usd`` summed over priced calls only (None if none is priced: an unknown price
         is never 0), ``priced_calls`` / ``unpriced_calls`` (used tokens, price unknown);
-        ``local`` (every call local); ``first_at`` / ``last_at``."""
+        ``local`` (every call local); ``first_at`` / ``last_at``; ``tool_calls`` (tool calls
+        its model calls asked for, 0 when none) and ``tool_ms`` (their run time, None when
+        none)."""
         return stats_query.summary(self._db, f)
 
     def series(self, f: StatsFilter, metric: str, limit: int = 2000) -> list[dict[str, Any]]:
