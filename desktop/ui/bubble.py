@@ -40,6 +40,7 @@ from desktop.ui.text_format import (
     stats_tooltip,
     truncate_for_display,
 )
+from desktop.ui.tool_cards import ToolSteps
 from desktop.ui.widgets import FlowLayout
 
 BUBBLE_MAX_WIDTH = 820
@@ -61,11 +62,14 @@ class MessageBubble(QFrame):
             "regenerate_with", "edit", "delete", "continue", "retry", "fit_drop" or "fit_raise".
         version_step(int, int): show the previous (-1) or next (+1) version of the message.
         retry_requested(int): the failed message's Retry button (also an action).
+        tool_decided(int, str): a tool call's approval was answered (step id, "once" |
+            "always" | "deny").
     """
 
     action_requested = Signal(str, int)
     version_step = Signal(int, int)
     retry_requested = Signal(int)
+    tool_decided = Signal(int, str)
 
     def __init__(
         self,
@@ -157,10 +161,27 @@ class MessageBubble(QFrame):
     @cached_property
     def _thinking(self) -> ThinkingBox:
         part = ThinkingBox()
-        at = self._layout.indexOf(self.body_box)
+        steps = self._built("tool_steps")
+        at = self._layout.indexOf(steps if steps is not None else self.body_box)
         self._layout.insertWidget(at, part.button, 0, Qt.AlignmentFlag.AlignLeft)
         self._layout.insertWidget(at + 1, part.box)
         return part
+
+    @cached_property
+    def tool_steps(self) -> ToolSteps:
+        """The reply's tool calls, below the thinking box and above the text."""
+        part = ToolSteps()
+        part.decided.connect(self.tool_decided)
+        waiting = self._built("waiting")
+        at = self._layout.indexOf(waiting if waiting is not None else self.body_box)
+        self._layout.insertWidget(at, part)
+        self._fit_width()
+        return part
+
+    def set_tool_steps(self, steps: list[Any]) -> None:
+        """Stored tool calls (``ToolStep``s), collapsed; ``tool_steps`` updates and asks."""
+        if steps or self._built("tool_steps") is not None:
+            self.tool_steps.set_steps(steps)
 
     @cached_property
     def stopped(self) -> QLabel:
@@ -361,6 +382,9 @@ class MessageBubble(QFrame):
         error = self._built("error_box")
         if error is not None and not error.isHidden():
             error.fit_width(inner)
+        steps = self._built("tool_steps")
+        if steps is not None:  # a reply that used tools takes the bubble's whole width
+            steps.setMinimumWidth(inner)
 
     # state -----------------------------------------------------------------------------------
     def _show_versions(self, versions: Versions | None) -> None:

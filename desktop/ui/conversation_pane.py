@@ -16,6 +16,7 @@ from typing import Any
 from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import (
+    QApplication,
     QFrame,
     QLabel,
     QMenu,
@@ -32,11 +33,12 @@ from desktop.chat.context_offer import ContextChoice, ContextOffer
 from desktop.chat.services import Services
 from desktop.chat.session import Turn
 from desktop.store.agents import Agent
-from desktop.store.conversations import Message, Versions
+from desktop.store.conversations import Message
 from desktop.ui.async_door import run_blocking, start
 from desktop.ui.elided_label import ElidedLabel
 from desktop.ui.presenter import ConversationPresenter, final_message
 from desktop.ui.resources import agent_badge
+from desktop.ui.tool_cards import reveal
 from desktop.ui.transcript import Transcript
 from desktop.ui.widgets import ComposerEdit, FocusFrame, InfoBar, hbox, vbox
 
@@ -95,6 +97,9 @@ class ConversationPane(QWidget):
         p.turn_finished.connect(self._on_turn_finished)
         p.path_changed.connect(lambda focus: self.show_path(focus))
         p.message_removed.connect(self.transcript.remove_message)
+        p.tool_step_changed.connect(self.transcript.update_tool_step)
+        p.approval_requested.connect(self._on_approval)
+        self.transcript.tool_decided.connect(self._on_tool_decided)
         p.ask_context = lambda offer: self.ask_context(offer)
         self.transcript.retry_requested.connect(p.retry)
         self.transcript.action_requested.connect(self._on_message_action)
@@ -265,12 +270,15 @@ class ConversationPane(QWidget):
             self.agent_menu.addAction("No agents yet").setEnabled(False)
 
     # the transcript --------------------------------------------------------------------------
-    def _fetch(
-        self, messages: list[Message]
-    ) -> tuple[dict[int, dict[str, Any]], dict[int, Versions]]:
-        """Stats and versions for the bubbles about to be built (the window, not the path)."""
-        stats = self.services.stats.for_messages([m.id for m in messages if m.role != "user"])
-        return stats, self.services.conversations.versions_for(messages)
+    def _fetch(self, messages: list[Message]) -> tuple[Any, ...]:
+        """Stats, versions, tool calls and model calls for the bubbles about to be built (the
+        window, not the path): one query each; a reply's stats are its last call's row."""
+        ids = [m.id for m in messages if m.role != "user"]
+        calls = self.services.stats.calls_for_messages(ids)
+        steps = self.services.tools.steps.for_messages(ids)
+        tools = {i: (s, calls.get(i, [])) for i, s in steps.items()}
+        stats = {i: rows[-1] for i, rows in calls.items()}
+        return stats, self.services.conversations.versions_for(messages), tools
 
     def show_path(self, focus_id: int | None = None) -> None:
         """Show the conversation's active branch (optionally scrolled to ``focus_id``)."""
@@ -334,6 +342,26 @@ class ConversationPane(QWidget):
         message = final_message(turn)
         if message is not None:
             self.transcript.update_message(self._shown(message), turn.stats)
+        if turn.steps:
+            self.transcript.set_tool_calls(turn.assistant_message_id, turn.calls, turn.steps)
+
+    def _on_tool_decided(self, step_id: int, decision: str) -> None:
+        """An approval answered: the focus goes back to the composer (its buttons go)."""
+        self.presenter.answer_approval(step_id, decision)
+        focused = QApplication.focusWidget()
+        if focused is not None and self.transcript.isAncestorOf(focused):
+            self.composer.setFocus()
+        self.transcript.scroll_to_bottom()  # follow the reply again
+
+    def _on_approval(self, reply_id: int, request: Any) -> None:
+        """A tool call waits for the person: its card asks; Allow once takes the focus unless
+        the person is typing in the composer."""
+        card = self.transcript.ask_tool(reply_id, request)
+        typing = self.composer.hasFocus() and bool(self.composer.toPlainText())
+        if card is not None and not typing:
+            card.focus_answer()
+        if card is not None:  # once laid out: its tool and server in view
+            QTimer.singleShot(0, self, lambda: reveal(self.transcript, card))
 
     def _on_message_action(self, action: str, message_id: int) -> None:
         p = self.presenter

@@ -20,12 +20,14 @@ from desktop.chat.agent_status import idle_status
 from desktop.chat.context_offer import ContextChoice, ContextOffer, offer_for
 from desktop.chat.services import Services
 from desktop.chat.session import Turn
+from desktop.chat.tool_loop import ApprovalRequest, CallStarted, StepChanged
 from desktop.errors import UserError
 from desktop.llm.events import ReasoningDelta, StreamEvent, TextDelta
 from desktop.store.agents import Agent
 from desktop.store.conversations import Message
 from desktop.ui.async_door import run_blocking, start
 from desktop.ui.text_format import format_stats
+from desktop.ui.tool_presenter import Approvals, step_status
 
 log = logging.getLogger("simi.ui.presenter")
 
@@ -51,6 +53,9 @@ class ConversationPresenter(QObject):
         path_changed(object): the shown branch changed; re-show it (focus message id or None).
         message_removed(int): a message left the path (a failed reply replaced by a retry).
         listing_changed(): title or order of the conversation changed (the list refreshes).
+        tool_step_changed(int, object): reply id and a ``ToolStep`` that was asked or changed.
+        approval_requested(int, object): reply id and an ``ApprovalRequest``; the turn waits
+            until ``answer_approval(step id, "once" | "always" | "deny")`` (or Stop).
     """
 
     agent_changed = Signal(object)
@@ -65,6 +70,8 @@ class ConversationPresenter(QObject):
     path_changed = Signal(object)
     message_removed = Signal(int)
     listing_changed = Signal()
+    tool_step_changed = Signal(int, object)
+    approval_requested = Signal(int, object)
 
     def __init__(
         self,
@@ -89,6 +96,9 @@ class ConversationPresenter(QObject):
         self._thoughts_flushed = 0
         self._last_rate_at = 0.0
         self._waiting = ""  # what the streaming reply waits for, as last said
+        self._tool_phase = False  # between a model call that asked for tools and the next
+        self._call_label = ""  # " · call 2" once the turn's second model call began
+        self.approvals = Approvals(self._ask)
         # Which context size to raise to, asked of the person (the pane shows a dialog); None
         # changes nothing. Without a view nothing is raised.
         self.ask_context: Callable[[ContextOffer], ContextChoice | None] = lambda _offer: None
@@ -292,6 +302,15 @@ class ConversationPresenter(QObject):
         if self._task is not None and not self._task.done():
             self._task.cancel()
 
+    def answer_approval(self, step_id: int, decision: str) -> None:
+        """The person's answer to a waiting tool call: "once", "always" or "deny"."""
+        self.approvals.answer(step_id, decision)
+
+    def _ask(self, request: ApprovalRequest) -> None:
+        turn = self.turn
+        if turn is not None:
+            self.approval_requested.emit(turn.assistant_message_id, request)
+
     async def wait(self) -> None:
         """Until the current reply (if any) has finished and been stored."""
         task = self._task
@@ -336,6 +355,8 @@ class ConversationPresenter(QObject):
         self._thoughts_flushed = len(self._thoughts)
         self._last_rate_at = 0.0
         self._waiting = ""
+        self._tool_phase = False
+        self._call_label = ""
         task = self._task = asyncio.ensure_future(self._run(turn))
         task.add_done_callback(lambda _t: self._cancelled_early(task, turn))
         self._timer.start()
@@ -350,10 +371,29 @@ class ConversationPresenter(QObject):
             self._text.append(event.text)
         elif isinstance(event, ReasoningDelta):
             self._thoughts.append(event.text)
+        elif isinstance(event, StepChanged | CallStarted):
+            self._on_turn_event(event)
+
+    def _on_turn_event(self, event: StepChanged | CallStarted) -> None:
+        turn = self.turn
+        if turn is None:
+            return
+        name = turn.agent.name
+        if isinstance(event, CallStarted):
+            self._tool_phase = False
+            self._call_label = f" · call {event.call_index}"
+            self._set_status(f"{name}{self._call_label}…")
+            return
+        self._tool_phase = True
+        self._flush()  # the text before the call is on screen before its card
+        self.tool_step_changed.emit(turn.assistant_message_id, event.step)
+        status = step_status(name, event.step)
+        if status is not None:
+            self._set_status(status)
 
     async def _run(self, turn: Turn) -> None:
         try:
-            await self.services.chat.run(turn, on_event=self._on_event)
+            await self.services.chat.run(turn, on_event=self._on_event, approve=self.approvals.ask)
         except asyncio.CancelledError:
             self._store_cancelled(turn)
         except Exception:  # a bug below: keep the window alive, show it on the message
@@ -405,7 +445,13 @@ class ConversationPresenter(QObject):
         clock = turn.clock
         if clock is None:
             return
+        if self._tool_phase:  # the status line says what the tool does
+            if self._waiting:
+                self._waiting = ""
+                self.waiting_changed.emit(turn.assistant_message_id, "")
+            return
         agent = turn.agent
+        name = agent.name + self._call_label
         if clock.first_token is None or self._waiting:  # nothing to say once text flows
             loading = agent.is_local and self.services.local.state == "loading"
             waiting = clock.waiting_for(remote=not agent.is_local, loading_model=loading) or ""
@@ -413,14 +459,12 @@ class ConversationPresenter(QObject):
                 self._waiting = waiting
                 self.waiting_changed.emit(turn.assistant_message_id, waiting)
                 if waiting:
-                    self._set_status(f"{agent.name} · {waiting}")
+                    self._set_status(f"{name} · {waiting}")
         now = clock.now()
         if clock.first_token is not None and now - self._last_rate_at >= RATE_INTERVAL_S:
             self._last_rate_at = now
             rate = clock.live_decode_tok_s()
-            self._set_status(
-                f"{turn.agent.name} · generating…" + (f" {rate:.0f} tok/s" if rate else "")
-            )
+            self._set_status(f"{name} · generating…" + (f" {rate:.0f} tok/s" if rate else ""))
 
 
 def final_message(turn: Turn) -> Message | None:

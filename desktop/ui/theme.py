@@ -188,9 +188,10 @@ QPushButton {{ background: {c.raised}; color: {c.text}; border: 1px solid {c.bor
               border-radius: 8px; padding: 6px 12px; }}
 QPushButton:hover {{ border-color: {c.accent}; }}
 QPushButton:disabled {{ color: {c.muted}; }}
-QPushButton#PrimaryButton, QPushButton#SendButton {{ background: {c.accent};
+QPushButton#PrimaryButton, QPushButton#SendButton, QPushButton#ToolAllow {{
+              background: {c.accent};
               color: {c.accent_text}; border: 1px solid {c.accent}; font-weight: 600; }}
-QPushButton#PrimaryButton:hover, QPushButton#SendButton:hover {{
+QPushButton#PrimaryButton:hover, QPushButton#SendButton:hover, QPushButton#ToolAllow:hover {{
               background: {c.accent_hover}; border-color: {c.accent_hover}; }}
 QPushButton#SendButton:disabled {{ background: {c.border}; border-color: {c.border};
               color: {c.muted}; }}
@@ -228,6 +229,19 @@ QFrame#ErrorBox {{ background: {c.error_bg}; border: 1px solid {c.error_border};
                    border-radius: 8px; }}
 #ErrorText {{ color: {c.error_text}; background: transparent; }}
 QPushButton#RetryButton {{ padding: 3px 10px; border-radius: 6px; }}
+QFrame#ToolCard {{ background: {c.surface}; border: 1px solid {c.border}; border-radius: 8px; }}
+QFrame#ToolCard[state="waiting"] {{ border: 1px solid {c.accent}; }}
+#ToolTitle {{ color: {c.text}; font-weight: 600; background: transparent; }}
+#ToolStatus, #ToolDescription, #ToolPartLabel, #ToolCutNote {{ color: {c.muted};
+              font-size: 12px; background: transparent; }}
+#ToolStatus[tone="wait"] {{ color: {c.accent}; font-weight: 600; }}
+#ToolStatus[tone="error"] {{ color: {c.error_text}; }}
+QPlainTextEdit#ToolArguments, QPlainTextEdit#ToolResult {{ background: {c.code_bg};
+              color: {c.text}; border: 1px solid {c.border}; border-radius: 6px;
+              padding: 2px 4px; }}
+QToolButton#ToolToggle {{ color: {c.muted}; border: 1px solid transparent; font-size: 12px;
+              padding: 0 2px; background: transparent; }}
+QToolButton#ToolToggle:hover {{ color: {c.text}; }}
 
 QFrame#Composer {{ background: {c.raised}; border: 1px solid {c.border}; border-radius: 14px; }}
 QFrame#Composer[focused="true"] {{ border-color: {c.accent}; }}
@@ -335,14 +349,15 @@ QTableWidget:focus, QTableView:focus, QListView:focus, QTextBrowser:focus {{
               border: 1px solid {c.accent}; }}
 
 QPushButton:focus {{ border-color: {c.accent}; border-width: 2px; padding: 5px 11px; }}
-QPushButton#PrimaryButton:focus, QPushButton#SendButton:focus {{
+QPushButton#PrimaryButton:focus, QPushButton#SendButton:focus, QPushButton#ToolAllow:focus {{
               border: 2px solid {c.text}; padding: 5px 11px; }}
 QPushButton#RetryButton:focus {{ padding: 2px 9px; }}
 QPushButton#LoadMore:focus {{ border-style: solid; padding: 3px 13px; }}
 QToolButton:focus, QToolButton#SidebarTool:focus, QToolButton#SwitchAgentButton:focus,
 QToolButton#InfoClose:focus, QToolButton#InfoAction:focus, QToolButton#BubbleAction:focus,
 QToolButton#VersionButton:focus, QToolButton#ThinkingToggle:focus,
-QToolButton#CodeCopy:focus, QToolButton#PageButton:focus {{ border: 1px solid {c.accent}; }}
+QToolButton#CodeCopy:focus, QToolButton#PageButton:focus,
+QToolButton#ToolToggle:focus {{ border: 1px solid {c.accent}; }}
 """
 
 

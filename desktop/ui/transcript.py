@@ -24,10 +24,12 @@ from desktop.ui.paging import BATCH, PAGE, PREFETCH_BUDGET_S, Edge, Paging
 STICK_MARGIN_PX = 32  # the view follows new text while it is this close to the bottom
 FOOTER_MODES = ("always", "hover", "never")
 
-Fetch = Callable[[list[Message]], tuple[dict[int, dict[str, Any]], dict[int, Versions]]]
+# Stats and versions of the messages about to be built; optionally a third item, the replies'
+# tool calls and model calls: {message id: (ToolSteps, stats rows)} (an agentic reply's).
+Fetch = Callable[[list[Message]], tuple[Any, ...]]
 
 
-def _no_fetch(messages: list[Message]) -> tuple[dict[int, dict[str, Any]], dict[int, Versions]]:
+def _no_fetch(messages: list[Message]) -> tuple[Any, ...]:
     return {}, {}
 
 
@@ -60,11 +62,13 @@ class Transcript(BlitScrollArea):
         retry_requested(int): a failed reply's Retry button.
         action_requested(str, int): a bubble's action (see MessageBubble) and its message id.
         version_step(int, int): a bubble's ‹ › buttons (message id, -1 or +1).
+        tool_decided(int, str): a tool call's approval was answered (step id, decision).
     """
 
     retry_requested = Signal(int)
     action_requested = Signal(str, int)
     version_step = Signal(int, int)
+    tool_decided = Signal(int, str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -93,6 +97,10 @@ class Transcript(BlitScrollArea):
         self._rows: list[MessageRow] = []  # the window, in path order
         self._fetch: Fetch = _no_fetch
         self._live: dict[int, list[str]] = {}  # streamed text not yet stored, per message
+        # replies that used tools: steps by id, model calls; approvals waiting (asked again)
+        self._tools: dict[int, tuple[dict[int, Any], list[dict[str, Any]]]] = {}
+        self._asks: dict[int, dict[int, Any]] = {}
+        self._held = False  # an approval card was revealed: no following until scroll_to_bottom
         self._footer_mode = "always"
         self._busy = False
         self._stick = True
@@ -125,7 +133,7 @@ class Transcript(BlitScrollArea):
     def _on_scrolled(self, value: int) -> None:
         bar = self.verticalScrollBar()
         at_end = not self._paging.has_more("bottom")
-        self._stick = value >= bar.maximum() - STICK_MARGIN_PX and at_end
+        self._stick = value >= bar.maximum() - STICK_MARGIN_PX and at_end and not self._held
         if not self._loading and self._near_unbuilt_edge() and not self._page_timer.isActive():
             self._page_timer.start()
 
@@ -163,6 +171,7 @@ class Transcript(BlitScrollArea):
         return self._stick
 
     def scroll_to_bottom(self) -> None:
+        self._held = False
         if self._paging.has_more("bottom"):
             self._paging.show_last()
             self._rebuild()
@@ -204,6 +213,8 @@ class Transcript(BlitScrollArea):
         bubble.retry_requested.connect(self.retry_requested, queued)
         bubble.action_requested.connect(self.action_requested, queued)
         bubble.version_step.connect(self.version_step, queued)
+        bubble.tool_decided.connect(self.tool_decided)
+        self._dress(bubble)
         if self._busy:
             bubble.set_busy(True)
         self._bubbles[message.id] = bubble
@@ -220,7 +231,9 @@ class Transcript(BlitScrollArea):
         self, messages: list[Message], budget_s: float | None = None, edge: Edge = "bottom"
     ) -> list[MessageRow]:
         """Rows for ``messages`` (see Paging.build for the budget and ``edge``)."""
-        stats, versions = self._fetch(messages)
+        stats, versions, *more = self._fetch(messages)
+        for message_id, (steps, calls) in (more[0] if more else {}).items():
+            self._tools[message_id] = ({s.id: s for s in steps}, list(calls))
         return self._paging.build(
             messages,
             lambda m: self._make_row(m, stats.get(m.id), versions.get(m.id)),
@@ -346,6 +359,8 @@ class Transcript(BlitScrollArea):
         self._bubbles.clear()
         self._paging.open([])
         self._live.clear()
+        self._tools.clear()
+        self._asks.clear()
         self._update_chrome()
         self._stick = True
 
@@ -416,6 +431,40 @@ class Transcript(BlitScrollArea):
             if layout is not None:
                 layout.activate()
         self.relayout_now()
+
+    # tool calls ------------------------------------------------------------------------------
+    def _dress(self, bubble: MessageBubble) -> None:
+        """A bubble built (again): its tool calls, the approvals it waits for, its calls."""
+        by_id, calls = self._tools.get(bubble.message_id, ({}, []))
+        bubble.set_tool_steps(steps := sorted(by_id.values(), key=lambda s: s.position))
+        for request in self._asks.get(bubble.message_id, {}).values():
+            bubble.tool_steps.ask(request)
+        if len(calls) > 1 and steps:
+            bubble.footer.set_calls(calls, steps)
+
+    def update_tool_step(self, message_id: int, step: Any) -> None:
+        """A tool call of a streaming reply was asked for or changed (``ToolStep``)."""
+        self._tools.setdefault(message_id, ({}, []))[0][step.id] = step
+        if step.status != "waiting":
+            self._asks.get(message_id, {}).pop(step.id, None)
+        if (bubble := self._bubbles.get(message_id)) is not None:
+            bubble.tool_steps.update_step(step)
+
+    def ask_tool(self, message_id: int, request: Any) -> Any:
+        """A tool call waits for the person (``ApprovalRequest``); its card, if built. The
+        view stops following the reply (the card is revealed) until ``scroll_to_bottom``."""
+        self._asks.setdefault(message_id, {})[request.step.id] = request
+        self._held, self._stick = True, False
+        bubble = self._bubbles.get(message_id)
+        return bubble.tool_steps.ask(request) if bubble is not None else None
+
+    def set_tool_calls(self, message_id: int, calls: list[Any], steps: list[Any]) -> None:
+        """A turn that used tools ended: its model calls and steps, for the timeline."""
+        self._asks.pop(message_id, None)
+        by_id = {**self._tools.get(message_id, ({}, []))[0], **{s.id: s for s in steps}}
+        self._tools[message_id] = (by_id, list(calls))  # a stopped step is kept
+        if (bubble := self._bubbles.get(message_id)) is not None and len(calls) > 1 and steps:
+            bubble.footer.set_calls(calls, sorted(by_id.values(), key=lambda s: s.position))
 
     def set_waiting(self, message_id: int, text: str) -> None:
         """What a streaming reply waits for before its first token ("" once it flows)."""
