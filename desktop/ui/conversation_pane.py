@@ -38,7 +38,7 @@ from desktop.ui.async_door import run_blocking, start
 from desktop.ui.elided_label import ElidedLabel
 from desktop.ui.presenter import ConversationPresenter, final_message
 from desktop.ui.resources import agent_badge
-from desktop.ui.tool_cards import reveal
+from desktop.ui.tool_cards import person_is_typing, reveal
 from desktop.ui.transcript import Transcript
 from desktop.ui.widgets import ComposerEdit, FocusFrame, InfoBar, hbox, vbox
 
@@ -355,10 +355,9 @@ class ConversationPane(QWidget):
 
     def _on_approval(self, reply_id: int, request: Any) -> None:
         """A tool call waits for the person: its card asks; Allow once takes the focus unless
-        the person is typing in the composer."""
+        the person is typing."""
         card = self.transcript.ask_tool(reply_id, request)
-        typing = self.composer.hasFocus() and bool(self.composer.toPlainText())
-        if card is not None and not typing:
+        if card is not None and not person_is_typing():
             card.focus_answer()
         if card is not None:  # once laid out: its tool and server in view
             QTimer.singleShot(0, self, lambda: reveal(self.transcript, card))

@@ -18,8 +18,10 @@ import shiboken6
 from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QFont, QFontDatabase, QResizeEvent, QTextLayout, QTextOption
 from PySide6.QtWidgets import (
+    QApplication,
     QFrame,
     QLabel,
+    QLineEdit,
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
@@ -83,6 +85,18 @@ def status_text(step: ToolStep) -> tuple[str, str]:
     if status == "cancelled":
         return "Stopped", "muted"
     return status, "muted"
+
+
+def person_is_typing() -> bool:
+    """Whether the keyboard focus is in a text field holding text (any pane's composer, a
+    search box): an approval then leaves the focus there, so a space typed next never
+    presses Allow once."""
+    widget = QApplication.focusWidget()
+    if isinstance(widget, QPlainTextEdit):
+        return not widget.isReadOnly() and bool(widget.toPlainText())
+    if isinstance(widget, QLineEdit):
+        return not widget.isReadOnly() and bool(widget.text())
+    return False
 
 
 def reveal(area: QScrollArea, card: QWidget, margin: int = 12) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QApplication
 
 from desktop.chat.tool_loop import DENIED_TEXT
@@ -150,6 +151,24 @@ def test_the_card_asks_with_the_arguments_and_allow_once_shows_the_result_as_tex
     # the turn's two model calls went to the footer, for the timeline
     assert [c["call_index"] for c in bubble.footer.calls] == [1, 2]
     assert [s.tool for s in bubble.footer.steps] == ["echo"]
+
+
+def test_a_card_does_not_take_the_focus_from_someone_typing(qtbot: Any, mcp: Any) -> None:
+    """A space typed next would press Allow once: the focus stays in the composer."""
+    with FaultServer([call("echo", {"text": "x"}), answer("Done.")]) as server:
+        agent = tool_agent(mcp, server.url + "/v1")
+        pane = open_pane(qtbot, mcp, agent)
+        reply_id = send(qtbot, pane, "echo it")
+        pane.composer.setFocus()
+        pane.composer.setPlainText("and then")  # typed before the card came
+        pane.composer.moveCursor(QTextCursor.MoveOperation.End)
+        card = waiting_card(qtbot, pane, reply_id)
+        qtbot.wait(50)
+        assert QApplication.focusWidget() is pane.composer
+        qtbot.keyClick(pane.composer, Qt.Key.Key_Space)
+        assert card.waiting and pane.composer.toPlainText() == "and then "
+        card.buttons["deny"].click()
+        finish(qtbot, pane)
 
 
 def test_deny_says_denied_and_the_model_is_told(qtbot: Any, mcp: Any) -> None:
