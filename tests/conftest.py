@@ -107,3 +107,21 @@ def throwaway_kind() -> Iterator[tuple[object, list[object]]]:
         yield kind, built
     finally:
         unregister(THROWAWAY_KIND)
+
+
+def _pin_xdist_worker() -> None:
+    """Each pytest-xdist worker (``-n 2``) on its own core, with whatever it starts (llama.cpp
+    workers, CLI subprocesses, MCP servers): llama.cpp sizes its threads from the affinity
+    (``desktop.local.loading.usable_cpus``), so two workers never run more llama.cpp threads
+    than cores (threads that spin against each other decode many times slower)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw") or not hasattr(os, "sched_setaffinity"):
+        return
+    cpus = sorted(os.sched_getaffinity(0))
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if len(cpus) < 2 or count < 2:
+        return
+    os.sched_setaffinity(0, {cpus[int(worker[2:]) % len(cpus)]})
+
+
+_pin_xdist_worker()

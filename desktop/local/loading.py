@@ -140,8 +140,18 @@ class LoadParams:
         return asdict(self)
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on: its affinity (``taskset``, a container's cpuset, a
+    test worker pinned to one core), not every core of the machine (``os.cpu_count``): more
+    llama.cpp threads than cores spin against each other and decode many times slower."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # macOS and Windows have no affinity call
+        return os.cpu_count() or 1
+
+
 def default_threads() -> int:
-    return max(1, min(8, (os.cpu_count() or 2)))
+    return max(1, min(8, usable_cpus()))
 
 
 def check_gguf_file(path: Path) -> None:
@@ -238,6 +248,8 @@ def load_model(params: LoadParams, loader: Loader | None = None) -> LoadedModel:
         n_ctx=params.n_ctx,
         n_gpu_layers=params.n_gpu_layers,
         n_threads=params.n_threads or default_threads(),
+        # llama-cpp-python's own default is every core of the machine, whatever the affinity
+        n_threads_batch=usable_cpus(),
         n_batch=params.n_batch,
         main_gpu=params.main_gpu,
         flash_attn=params.flash_attn,

@@ -15,7 +15,7 @@ from desktop.llm.provider import ChatRequest
 from desktop.local import pool
 from desktop.local.catalog import InfoCache, ModelFileError, ModelInfo
 from desktop.local.client import ModelState, WorkerClient
-from desktop.local.loading import LoadParams
+from desktop.local.loading import LoadParams, usable_cpus
 from desktop.local.memory import MemoryEstimate
 from desktop.local.prompt_cache import (
     DEFAULT_PROMPT_CACHE_MB,
@@ -74,7 +74,7 @@ class LocalRuntime:
         # Free the model's memory after this long without a request (None/0: keep it loaded).
         self.idle_unload_s = idle_unload_s
         self.scheduler = scheduler
-        self.cpu_count = os.cpu_count() or 1  # answering workers share these (set_threads)
+        self.cpu_count = usable_cpus()  # answering workers share these (set_threads)
         self._held: set[WorkerClient] = set()  # answering a request, or unloading
         self._estimates: dict[WorkerClient, MemoryEstimate] = {}  # what each worker's model takes
         self._waiters: list[asyncio.Future[None]] = []

@@ -12,6 +12,8 @@ import json
 import time
 from typing import Any
 
+import pytest
+
 from desktop.chat.tool_loop import (
     ANSWER_NOW,
     DENIED_TEXT,
@@ -310,3 +312,29 @@ def test_a_result_over_the_size_limit_is_cut_with_a_note(services) -> None:
     assert step.truncated and step.size == 250_000
     assert len(result["content"]) < 101_000
     assert "truncated: the tool returned 250,000 characters" in result["content"]
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "gemini"])
+def test_the_loop_speaks_anthropic_and_gemini_too(services, secret_service_env, kind) -> None:
+    """The same two-call turn over Anthropic's tool_use blocks and Gemini's function calls
+    (the FaultServer stands in for their APIs; the key is in the real keyring)."""
+    from desktop.store.agents import Agent
+    from desktop.tools.config import parse_tool_list
+
+    add_mcp_server(services)
+    replies = [
+        tool_reply(kind, [Call("c1", "add", '{"a": 2, "b": 3}')], text="Adding."),
+        tool_reply(kind, [], text="It is 5.", finish="end_turn" if kind == "anthropic" else "STOP"),
+    ]
+    with FaultServer(replies) as server:
+        agent = services.agents.create(
+            Agent(name="Remote", kind=kind, base_url=server.url, model="m"), api_key="k-123"
+        )
+        services.tools.tools.set_agent_tools(agent.id, parse_tool_list("tools:add"))
+        turn, _ = run_turn(services, agent, "2+3?", always("once"))
+        second = server.requests[1].body.decode()
+    assert turn.status == "complete", turn.error
+    assert turn.text == "Adding.\n\nIt is 5."
+    (step,) = services.tools.steps.for_message(turn.assistant_message_id)
+    assert (step.status, step.result) == ("done", "5")
+    assert '"5"' in second or ": 5" in second or "'5'" in second  # the result went back

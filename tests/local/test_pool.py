@@ -84,6 +84,9 @@ def test_two_local_agents_answer_at_once_cancel_all_stops_both_and_close_ends_th
     services,
 ) -> None:
     services.local.available_ram = lambda: PLENTY
+    # the pool's rule on a machine of two cores (a test worker may be pinned to one:
+    # tests/conftest.py), where a second worker may start
+    services.local.cpu_count = max(2, services.local.cpu_count)
     timers = FakeTimers()
     services.local.scheduler = timers.call_later
     agents = _two_agents(services, max_tokens=48)
