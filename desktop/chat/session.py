@@ -347,6 +347,8 @@ class ChatService:
                 )
                 round_text = turn.text[turn.steps[-1].text_offset if turn.steps else 0 :]
                 turn.steps.extend(steps)
+                if warming is not None:  # the call is priced like the last one
+                    await asyncio.wait([warming])
                 self._record_call(turn, clock, "tool_calls", steps)
                 recorded = True
                 if over:  # it still asked for tools: refused, and the turn ends here

@@ -338,3 +338,30 @@ def test_the_loop_speaks_anthropic_and_gemini_too(services, secret_service_env, 
     (step,) = services.tools.steps.for_message(turn.assistant_message_id)
     assert (step.status, step.result) == ("done", "5")
     assert '"5"' in second or ": 5" in second or "'5'" in second  # the result went back
+
+
+def test_every_model_call_of_a_hosted_agents_turn_is_priced(services, secret_service_env) -> None:
+    """An OpenAI agent (the FaultServer stands in for api.openai.com, reporting a model the
+    price list knows): the call that asked for the tool is priced like the answer."""
+    from desktop.store.agents import Agent
+
+    add_mcp_server(services)
+
+    def as_4o_mini(reply: Reply) -> Reply:  # the model the server reports, one with a price
+        return Reply(body=[c.replace(b"gpt-test", b"gpt-4o-mini") for c in reply.body])
+
+    replies = [as_4o_mini(call("add", {"a": 2, "b": 3})), as_4o_mini(answer("5."))]
+    with FaultServer(replies) as server:
+        agent = services.agents.create(
+            Agent(name="Priced", kind="openai", base_url=server.url + "/v1", model="gpt-4o-mini"),
+            api_key="sk-test",
+        )
+        services.tools.tools.set_agent_tools(agent.id, [("tools", "add")])
+        services.tools.tools.add_grant(agent.id, "tools", "add")
+        turn, _ = run_turn(services, agent, "2+3?")
+    assert [r["call_index"] for r in turn.calls] == [1, 2]
+    got = [
+        (r["cost_usd"], r["price_source"], r["prompt_tokens"], r["model_reported"])
+        for r in turn.calls
+    ]
+    assert all(c and s for c, s, _, _ in got), got
