@@ -120,14 +120,8 @@ class StatsStore:
         return rows[0] if rows else None
 
     def for_messages(self, message_ids: list[int]) -> dict[int, dict[str, Any]]:
-        if not message_ids:
-            return {}
-        marks = ", ".join("?" for _ in message_ids)
-        rows = self._rows(
-            f"SELECT * FROM inference_stats WHERE message_id IN ({marks}) ORDER BY id",
-            list(message_ids),
-        )
-        return {int(r["message_id"]): r for r in rows}
+        """Each message's last call (``calls_for_messages`` has them all)."""
+        return {m: calls[-1] for m, calls in self.calls_for_messages(message_ids).items()}
 
     def calls_for_messages(self, message_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
         """Every model call of each message, in order (an agentic reply has several, with

@@ -23,7 +23,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QMainWindow,
-    QMessageBox,
     QPushButton,
     QSplitter,
     QStackedWidget,
@@ -50,7 +49,7 @@ from desktop.ui.resources import app_icon
 from desktop.ui.settings_dialog import SettingsDialog, footer_mode
 from desktop.ui.shortcuts import ShortcutsSheet
 from desktop.ui.store_watch import watch_store
-from desktop.ui.widgets import vbox
+from desktop.ui.widgets import confirm, vbox
 from desktop.ui.window_fit import keep_minimum_sizes
 
 log = logging.getLogger("simi.ui")
@@ -428,14 +427,7 @@ class MainWindow(QMainWindow):
 
     # questions (tests replace these to answer without a modal dialog) -------------------------
     def confirm(self, title: str, text: str) -> bool:
-        answer = QMessageBox.question(
-            self,
-            title,
-            text,
-            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
-            QMessageBox.StandardButton.Cancel,
-        )
-        return answer == QMessageBox.StandardButton.Yes
+        return confirm(self, title, text)
 
     def ask_text(self, title: str, label: str, text: str) -> str | None:
         value, ok = QInputDialog.getText(self, title, label, QLineEdit.EchoMode.Normal, text)

@@ -22,7 +22,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QUrl, Signal
 from PySide6.QtGui import QAction, QDesktopServices
-from PySide6.QtWidgets import QMenu, QMessageBox, QPushButton, QWidget
+from PySide6.QtWidgets import QMenu, QPushButton, QWidget
 
 from desktop.errors import UserError
 from desktop.local.catalog import ModelCatalog, ModelEntry
@@ -39,6 +39,7 @@ from desktop.ui.models_facts import (
     new_agent_for,
     size_on_disk,
 )
+from desktop.ui.widgets import confirm
 
 log = logging.getLogger("simi.ui.models")
 
@@ -261,14 +262,7 @@ class ModelActions(QObject):
         text = f"Delete {what} from the disk?"
         if users:
             text += f" The agents {', '.join(users)} use it; they will need another file."
-        answer = QMessageBox.question(
-            self._parent,
-            "Delete model",
-            text,
-            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
-            QMessageBox.StandardButton.Cancel,
-        )
-        if answer != QMessageBox.StandardButton.Yes:
+        if not confirm(self._parent, "Delete model", text):
             return None
         return self._run(self._delete(entry.path), "models: delete")
 

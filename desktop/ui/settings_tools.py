@@ -26,7 +26,6 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QGroupBox,
     QHeaderView,
-    QMessageBox,
     QPlainTextEdit,
     QPushButton,
     QTableWidget,
@@ -43,6 +42,7 @@ from desktop.tools.results import ServerState
 from desktop.ui.agent_form import WrapLabel, row, say
 from desktop.ui.async_door import run_blocking, start
 from desktop.ui.mcp_server_dialog import McpServerDialog
+from desktop.ui.widgets import confirm
 
 INTRO = (
     "MCP servers give agents tools: programs on this computer (started with a command) or "
@@ -315,14 +315,7 @@ class ToolsPage(QWidget):
 
     def confirm(self, title: str, text: str) -> bool:
         """Asks; tests replace it."""
-        answer = QMessageBox.question(
-            self,
-            title,
-            text,
-            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
-            QMessageBox.StandardButton.Cancel,
-        )
-        return answer == QMessageBox.StandardButton.Yes
+        return confirm(self, title, text)
 
     def remove_server(self, name: str | None = None) -> asyncio.Task[bool] | None:
         name = name or self.selected_name()

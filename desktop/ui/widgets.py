@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLayout,
     QLayoutItem,
+    QMessageBox,
     QPlainTextEdit,
     QStyle,
     QStyledItemDelegate,
@@ -42,6 +43,18 @@ MAX_COMPOSER_LINES = 8
 
 Margins = tuple[int, int, int, int]
 Box = TypeVar("Box", bound=QBoxLayout)
+
+
+def confirm(parent: QWidget | None, title: str, text: str) -> bool:
+    """Yes / Cancel, Cancel the default: True when the person said yes."""
+    answer = QMessageBox.question(
+        parent,
+        title,
+        text,
+        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+        QMessageBox.StandardButton.Cancel,
+    )
+    return answer == QMessageBox.StandardButton.Yes
 
 
 def _set(box: Box, margins: Margins, spacing: int) -> Box:
