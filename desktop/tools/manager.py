@@ -37,11 +37,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import tempfile
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 from desktop.errors import UserError
@@ -50,6 +47,7 @@ from desktop.tools.config import McpConfig
 from desktop.tools.environment import child_environment, child_path, resolve_command
 from desktop.tools.errors import ToolServerError, ToolTimeout
 from desktop.tools.results import ServerState, Status, ToolInfo, ToolResult, content_text, cut
+from desktop.tools.stderr import StderrTail
 
 __all__ = [
     "MAX_RESULT_CHARS",
@@ -134,7 +132,7 @@ class McpConnection:
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
         self._lock = asyncio.Lock()
-        self._errpath: Path | None = None
+        self._stderr: StderrTail | None = None
 
     @property
     def state(self) -> ServerState:
@@ -146,17 +144,7 @@ class McpConnection:
             self._on_state(state)
 
     def stderr_tail(self) -> tuple[str, ...]:
-        if self._errpath is None:
-            return ()
-        try:
-            with self._errpath.open("rb") as f:
-                f.seek(0, os.SEEK_END)
-                f.seek(max(0, f.tell() - 16384))
-                data = f.read()
-        except OSError:
-            return ()
-        lines = data.decode("utf-8", "replace").splitlines()
-        return tuple(line for line in lines if line.strip())[-STDERR_LINES:]
+        return self._stderr.lines() if self._stderr is not None else ()
 
     def _fail(self, why: str) -> ToolServerError:
         tail = self.stderr_tail()
@@ -201,13 +189,15 @@ class McpConnection:
         secret_values = await asyncio.to_thread(self._config.secret_env_values, server)
         env = child_environment(server, secret_values, self._parent_env)
         command = resolve_command(server, env["PATH"])
-        fd, name = tempfile.mkstemp(prefix=f"simi-mcp-{server.name}-", suffix=".stderr")
-        self._errpath = Path(name)
-        errlog = stack.enter_context(os.fdopen(fd, "w", encoding="utf-8"))
+        tail = self._stderr = StderrTail(STDERR_LINES)
+        stack.callback(tail.close_writer)
+        errlog = tail.writer
         params = StdioServerParameters(
             command=command, args=list(server.args), env=env, cwd=server.cwd or None
         )
-        return await stack.enter_async_context(stdio_client(params, errlog=errlog))
+        streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+        tail.close_writer()  # the child has its own copy: the reader ends when the child does
+        return streams
 
     async def _run(self, ready: asyncio.Future[Any]) -> None:
         from mcp import ClientSession
@@ -304,10 +294,6 @@ class McpConnection:
             with contextlib.suppress(BaseException):
                 task.result()
         self._session = None
-        errpath, self._errpath = self._errpath, None
-        if errpath is not None:
-            with contextlib.suppress(OSError):
-                errpath.unlink()
 
     async def _live_session(self) -> Any:
         """The session after a ping: a server that died while idle is started again."""

@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -165,6 +166,29 @@ def test_a_server_that_exits_at_start_shows_why_with_its_stderr(config: McpConfi
         assert "exited while starting" in state.why
 
     run(scenario())
+
+
+def test_a_server_that_logs_heavily_keeps_only_its_last_lines(config: McpConfig) -> None:
+    """200,000 lines (~3 MB) on stderr, then exit: the tail is its last 20 lines; nothing of
+    it is kept on disk or in memory beyond them."""
+    code = (
+        "import sys\nfor i in range(200_000): print(f'log line {i}', file=sys.stderr)\n"
+        "print('x' * 100_000, file=sys.stderr); sys.exit(2)"
+    )
+    config.add(McpServer(name="noisy", command=sys.executable, args=("-c", code)))
+    manager = McpManager(config)
+    before = set(Path(tempfile.gettempdir()).glob("simi-mcp-*"))
+
+    async def scenario() -> None:
+        state = await manager.check("noisy")
+        assert state.status == "failed"
+        tail = state.stderr_tail
+        assert len(tail) == 20 and tail[-2] == "log line 199999"
+        assert len(tail[-1]) <= 4096  # a huge line is kept cut
+        await manager.aclose()
+
+    run(scenario())
+    assert set(Path(tempfile.gettempdir()).glob("simi-mcp-*")) == before
 
 
 def test_the_child_sees_a_minimal_environment_with_its_own_secret(
