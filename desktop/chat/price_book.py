@@ -62,13 +62,14 @@ class PricesInfo:
         return f"{text}. {self.note}" if self.note else text
 
 
-def _refuse_on_loop(what: str) -> None:
-    """Importing genai-prices (or fetching prices) on a thread that runs an event loop would
-    freeze the window, or every stream of the CLI."""
+def refuse_on_loop(what: str) -> None:
+    """A blocking call (importing genai-prices, fetching prices, tokenizing a conversation) made
+    on a thread that runs an event loop is a bug: it would freeze the window, or every stream
+    of the CLI, for as long as it takes."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return
+        return  # a worker thread, or no loop at all
     raise RuntimeError(f"{what} blocks: call it off the event loop (asyncio.to_thread)")
 
 
@@ -106,7 +107,7 @@ class PriceBook:
         the next lookups are quick. Blocking; off the event loop only."""
         if self._ready:
             return
-        _refuse_on_loop("PriceBook.warm")
+        refuse_on_loop("PriceBook.warm")
         with self._lock:
             if self._ready:
                 return
@@ -245,7 +246,7 @@ class PriceBook:
         """Fetch the latest prices once, save them under the app folder and use them from now
         on. Blocking (the network); off the event loop only. A ``UserError`` says what went
         wrong; the prices in use stay as they were."""
-        _refuse_on_loop("PriceBook.update")
+        refuse_on_loop("PriceBook.update")
         import httpx
 
         self.warm()

@@ -18,7 +18,7 @@ from desktop.chat import one_shot
 from desktop.chat.agents import AgentService
 from desktop.chat.kinds import find_kind
 from desktop.chat.one_shot import OneShot
-from desktop.chat.price_book import PriceBook
+from desktop.chat.price_book import PriceBook, refuse_on_loop
 from desktop.chat.pricing import price_call
 from desktop.chat.providers import ProviderFactory
 from desktop.chat.stats_clock import StatsClock
@@ -37,7 +37,6 @@ from desktop.chat.turn_calls import (
     call_row,
     context_fit,
     dataset_prices,
-    refuse_on_loop,
     stream_call,
     title_from,
     warm_prices,
@@ -363,7 +362,7 @@ class ChatService:
                     messages=tuple(messages),
                     tool_choice="none" if rounds >= MAX_TOOL_ROUNDS else "auto",
                 )
-                if parts and not "".join(parts[-1:]).endswith("\n"):
+                if parts and not parts[-1].endswith("\n"):
                     parts.append("\n\n")  # the next call's text starts a paragraph
                     emit(TextDelta("\n\n", 0))
                 clock = turn.clock = StatsClock(self._clock)

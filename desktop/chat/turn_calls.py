@@ -124,16 +124,6 @@ def call_row(
     return row
 
 
-def refuse_on_loop(what: str) -> None:
-    """A blocking call made on a thread that runs an event loop is a bug: it would freeze the
-    window (or every stream of the CLI) for as long as it takes."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return  # a worker thread, or no loop at all
-    raise RuntimeError(f"{what} blocks: call it off the event loop (asyncio.to_thread)")
-
-
 def title_from(text: str) -> str:
     line = " ".join(text.split())
     return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"

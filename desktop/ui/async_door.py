@@ -24,6 +24,15 @@ log = logging.getLogger("simi.ui.async_door")
 T = TypeVar("T")
 
 
+def loop_running() -> bool:
+    """Whether this thread runs an event loop (without one, work that needs it is skipped)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 async def run_blocking(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """Run ``fn(*args, **kwargs)`` on a worker thread and await its result on the loop.
 

@@ -19,7 +19,7 @@ from desktop.local.context_size import automatic_n_ctx, available_ram
 from desktop.local.gpu import GpuSupport, detect
 from desktop.local.memory import MemoryEstimate, estimate, format_bytes
 from desktop.local.starter import resolve_model_path
-from desktop.ui.async_door import run_blocking, start
+from desktop.ui.async_door import loop_running, run_blocking, start
 
 log = logging.getLogger("simi.ui.memory")
 
@@ -121,7 +121,7 @@ class MemoryEstimateView(QWidget):
             self._show(None, None, "Choose a model file to see how much memory it needs.")
             return
         hit = self._cache.peek(path)
-        if hit is None and _loop_running():
+        if hit is None and loop_running():
             self._show_reading()
             if self._pending is None or self._pending.done():
                 self._pending = start(self._read(path), name="memory-estimate-read")
@@ -204,11 +204,3 @@ class MemoryEstimateView(QWidget):
             cell.setText(f"<b>{text}</b>" if key[0] == "total" else text)
         self.notes.setText(message)
         self.estimate_changed.emit(est)
-
-
-def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True

@@ -21,7 +21,7 @@ from desktop.errors import UserError
 from desktop.local.prompt_cache import PREF_PROMPT_CACHE_MB, PREF_SAVED_STATES_MB, CacheSizes
 from desktop.settings.prefs import Preferences
 from desktop.ui.agent_form import row, say
-from desktop.ui.async_door import start
+from desktop.ui.async_door import loop_running, start
 from desktop.ui.settings_parts import choice_box, note
 
 MEMORY_CHOICES = (
@@ -141,14 +141,14 @@ class CacheSection:
 
     def refresh(self) -> asyncio.Task[Any] | None:
         """Read what the caches hold now, off the GUI thread; None without a loop or runtime."""
-        if self._local is None or not _loop_running():
+        if self._local is None or not loop_running():
             return None
         say(self.sizes, "Reading the cache sizes…", "muted")
         return self._start(self._show_sizes(), "settings: cache sizes")
 
     def clear(self) -> asyncio.Task[Any] | None:
         """Empty the caches, then show their sizes again (0)."""
-        if self._local is None or not _loop_running():
+        if self._local is None or not loop_running():
             return None
         self.clear_button.setEnabled(False)
         say(self.sizes, "Clearing the caches…", "muted")
@@ -173,11 +173,3 @@ class CacheSection:
         finally:
             self.clear_button.setEnabled(True)
         await self._show_sizes()
-
-
-def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True

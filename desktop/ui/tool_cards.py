@@ -26,14 +26,13 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QToolButton,
-    QVBoxLayout,
     QWidget,
 )
 
 from desktop.chat.tool_loop import ApprovalRequest, pretty_json
 from desktop.store.tool_steps import ToolStep
 from desktop.ui.elided_label import ElidedLabel
-from desktop.ui.widgets import FlowLayout
+from desktop.ui.widgets import FlowLayout, vbox
 
 ARGUMENT_LINES = 10  # the arguments' box grows to this many lines, then scrolls
 RESULT_LINES = 14
@@ -204,9 +203,7 @@ class ToolCard(QFrame):
         self._approval: QWidget | None = None
         self._details: QWidget | None = None
         self.buttons: dict[str, QPushButton] = {}
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(10, 6, 10, 8)
-        layout.setSpacing(4)
+        layout = vbox(self, (10, 6, 10, 8), 4)
         self._layout = layout
         self.title = ElidedLabel()
         self.title.setObjectName("ToolTitle")
@@ -284,9 +281,7 @@ class ToolCard(QFrame):
         tool = request.step.tool
         box = QWidget()
         box.setObjectName("ToolApproval")
-        column = QVBoxLayout(box)
-        column.setContentsMargins(0, 4, 0, 0)
-        column.setSpacing(6)
+        column = vbox(box, (0, 4, 0, 0), 6)
         if request.description:
             about = QLabel(request.description)
             about.setObjectName("ToolDescription")
@@ -355,9 +350,7 @@ class ToolCard(QFrame):
         tool = self.step.tool
         box = QWidget()
         box.setObjectName("ToolDetails")
-        column = QVBoxLayout(box)
-        column.setContentsMargins(0, 2, 0, 0)
-        column.setSpacing(4)
+        column = vbox(box, (0, 2, 0, 0), 4)
         self.arguments_label = QLabel("Arguments")
         self.arguments_label.setObjectName("ToolPartLabel")
         column.addWidget(self.arguments_label)
@@ -405,9 +398,7 @@ class ToolSteps(QWidget):
     def __init__(self) -> None:
         super().__init__()
         self.setObjectName("ToolSteps")
-        self._column = QVBoxLayout(self)
-        self._column.setContentsMargins(0, 0, 0, 0)
-        self._column.setSpacing(6)
+        self._column = vbox(self, spacing=6)
         self.cards: dict[int, ToolCard] = {}
 
     def set_steps(self, steps: Sequence[ToolStep]) -> None:
