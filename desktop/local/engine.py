@@ -298,7 +298,7 @@ class LocalEngine:
         if tools_plan is not None and chatml and tools_plan.mode == "template":
             # the template takes tools but failed with them: the grammar path instead
             tools_plan = tool_calls.as_grammar(
-                tools_plan, request.tools, request.messages, model.name
+                tools_plan, request.tools, request.messages, model.name, request.tool_choice
             )
             prompt, template_stops, has_bos, chatml = self.render_prompt(model, (), tools_plan)
         notice = model.notice

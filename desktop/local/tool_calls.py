@@ -41,6 +41,9 @@ GRAMMAR_NOTICE = (
     "each reply is one JSON object, a call to one tool or a plain answer."
 )
 TOOL_CALL_OPEN = "<tool_call>"
+# Past the round limit under a template that takes tools: plain text that neither opens like a
+# call (``{``, ``[``, whitespace first) nor writes ``<tool_call>`` (no "<t" anywhere).
+ANSWER_ONLY_TEXT = 'root ::= [^<{[ \\t\\n] ( [^<] | "<" [^t] )*'
 
 
 @functools.lru_cache(maxsize=16)
@@ -90,16 +93,21 @@ def plan_tools(
 ) -> ToolPlan | None:
     """The plan for a request (None without tools: the request renders as before).
     ``template``: the model's usable chat template (None when it has none, or it is broken).
-    ``tool_choice`` "none" (past an agentic turn's round limit): the grammar with the answer
-    only, earlier calls and results rendered as plain turns, whatever the template takes."""
+    ``tool_choice`` "none" (past an agentic turn's round limit): the prompt is rendered exactly
+    as the calls before it were (the same tools in the same place, so the prompt cache holds
+    and only the new turns at the end are read), and the grammar allows an answer only."""
     if not tools:
         return None
-    if tool_choice == "none":
-        return replace(grammar_plan((), messages, model_name), notice=None)
     names = tuple(t.name for t in tools)
     if template is not None and template_takes_tools(template):
-        return ToolPlan("template", template_messages(messages), openai_tools(tools), None, names)
-    return grammar_plan(tools, messages, model_name)
+        plan = ToolPlan("template", template_messages(messages), openai_tools(tools), None, names)
+    else:
+        plan = grammar_plan(tools, messages, model_name)
+    if tool_choice == "none":
+        # an answer in the grammar's JSON ({"answer": ...}) or, under a template, plain text
+        answer_only = reply_grammar(()) if plan.mode == "grammar" else ANSWER_ONLY_TEXT
+        return replace(plan, grammar_text=answer_only, notice=None)
+    return plan
 
 
 def grammar_plan(
@@ -117,10 +125,16 @@ def grammar_plan(
 
 
 def as_grammar(
-    plan: ToolPlan, tools: tuple[ToolSpec, ...], messages: tuple[ChatMessage, ...], model_name: str
+    plan: ToolPlan,
+    tools: tuple[ToolSpec, ...],
+    messages: tuple[ChatMessage, ...],
+    model_name: str,
+    tool_choice: str = "auto",
 ) -> ToolPlan:
     """The grammar plan instead (a template that takes tools but failed on this conversation)."""
     fallback = grammar_plan(tools, messages, model_name)
+    if tool_choice == "none":
+        fallback = replace(fallback, grammar_text=reply_grammar(()))
     return replace(fallback, notice=f"{fallback.notice} (Its template failed with tools.)")
 
 

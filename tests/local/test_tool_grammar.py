@@ -9,12 +9,14 @@ import asyncio
 import json
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from desktop.chat.tool_loop import ANSWER_NOW
 from desktop.llm.errors import BadResponse
-from desktop.llm.events import Finished, RunInfo, TextDelta, ToolCall
+from desktop.llm.events import Finished, RunInfo, TextDelta, ToolCall, Usage
 from desktop.llm.provider import ChatMessage, ChatRequest, Sampling, ToolSpec
 from desktop.local import tool_calls
 from desktop.local.client import WorkerClient
@@ -173,6 +175,79 @@ def test_a_template_that_takes_tools_gets_them_and_no_grammar(tmp_path: Path) ->
         assert isinstance(events[-1], Finished)
     finally:
         engine.unload()
+
+
+def _usage(events: list) -> Usage:
+    [usage] = [e for e in events if isinstance(e, Usage)]
+    return usage
+
+
+def _answer_now_keeps_the_cache(engine: LocalEngine, params: LoadParams) -> list:
+    """A call with tools, then the round limit's call: the same conversation plus the result
+    and the "answer now" turn, ``tool_choice`` none. Returns the second call's events."""
+    first = replace(ASK, sampling=Sampling(max_tokens=64, temperature=0.0, seed=1))
+    before = _usage(list(engine.generate(params, first, threading.Event())))
+    called = ToolCall("simi_call_1", "add", '{"a": 2, "b": 3}')
+    last = replace(
+        first,
+        messages=(
+            *first.messages,
+            ChatMessage("assistant", "", tool_calls=(called,)),
+            ChatMessage("tool", "5", tool_call_id="simi_call_1", name="add"),
+            ChatMessage("user", ANSWER_NOW.format(rounds=8)),
+        ),
+        sampling=Sampling(max_tokens=24, temperature=0.0, seed=1),
+        tool_choice="none",
+    )
+    events = list(engine.generate(params, last, threading.Event()))
+    after = _usage(events)
+    assert before.prompt_tokens and after.prompt_tokens and after.cached_tokens
+    # the whole earlier prompt is reused (it used to be re-read: 18 of 928 tokens cached)
+    assert after.cached_tokens >= before.prompt_tokens, (before, after)
+    assert not [e for e in events if isinstance(e, ToolCall)]  # an answer, never a call
+    assert events[-1] == Finished("stop") or events[-1] == Finished("length")
+    return events
+
+
+@pytest.mark.slow
+def test_past_the_round_limit_the_grammar_path_keeps_the_prompt_cache(engine) -> None:
+    params = LoadParams(str(gguf_files.starter()), n_ctx=1024)
+    events = _answer_now_keeps_the_cache(engine, params)
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)).strip()
+
+
+@pytest.mark.slow
+def test_past_the_round_limit_the_template_path_keeps_the_prompt_cache(tmp_path: Path) -> None:
+    path = gguf_files.rewrite_starter(
+        tmp_path / "tools.gguf", set_kv={"tokenizer.chat_template": TOOLS_TEMPLATE}
+    )
+    engine = LocalEngine()
+    try:
+        events = _answer_now_keeps_the_cache(engine, LoadParams(str(path), n_ctx=1024))
+    finally:
+        engine.unload()
+    text = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert "<tool_call>" not in text
+
+
+def test_the_answer_only_grammar_under_a_template_refuses_a_call() -> None:
+    from llama_cpp import LlamaGrammar
+
+    LlamaGrammar.from_string(tool_calls.ANSWER_ONLY_TEXT, verbose=False)  # it parses
+    plan = tool_calls.plan_tools(
+        ASK.tools, ASK.messages, template=TOOLS_TEMPLATE, model_name="m", tool_choice="none"
+    )
+    auto = tool_calls.plan_tools(ASK.tools, ASK.messages, template=TOOLS_TEMPLATE, model_name="m")
+    assert plan is not None and auto is not None
+    assert plan.grammar_text == tool_calls.ANSWER_ONLY_TEXT
+    assert (plan.messages, plan.tools) == (auto.messages, auto.tools)  # rendered as before
+    grammar = tool_calls.plan_tools(ASK.tools, ASK.messages, template=None, model_name="m")
+    answer = tool_calls.plan_tools(
+        ASK.tools, ASK.messages, template=None, model_name="m", tool_choice="none"
+    )
+    assert grammar is not None and answer is not None
+    assert answer.messages == grammar.messages  # the tools stay in the system prompt
+    assert answer.grammar_text is not None and '"tool"' not in answer.grammar_text
 
 
 def test_template_takes_tools_reads_the_template_not_its_words() -> None:

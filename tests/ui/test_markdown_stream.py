@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import QPoint, Qt
-from PySide6.QtGui import QColor, QFontInfo, QImage, QTextFormat
+from PySide6.QtGui import QColor, QFontInfo, QFontMetricsF, QImage, QTextFormat
 from PySide6.QtWidgets import QApplication, QWidget
 
 from desktop.store.conversations import Message
@@ -171,7 +171,11 @@ def test_an_open_code_fence_streams_as_code(qapp: QApplication, view: Transcript
     )
     tail = md.findChild(QWidget, "MarkdownTail")
     assert tail is not None
-    assert QFontInfo(tail.font()).fixedPitch()  # monospace, like the finished block
+    # What a person sees: every glyph of the streamed code advances the same width (a font's
+    # fixedPitch flag is not that: Noto Sans Mono is monospaced and does not set it)
+    advances = {QFontMetricsF(tail.font()).horizontalAdvance(ch) for ch in set(text) - {"\n"}}
+    assert len(advances) == 1, advances
+    assert QFontMetricsF(tail.font()).horizontalAdvance("i") == advances.pop()
     # the tail sits in a code box: the box's background is painted around it
     image = md.grab().toImage()
     box_bg = QColor(theme.current_colors().code_bg)
@@ -182,6 +186,10 @@ def test_an_open_code_fence_streams_as_code(qapp: QApplication, view: Transcript
     _settle(qapp)
     [code] = md.code_items()
     assert code.block.closed and code.copy_button is not None and code.copy_button.isVisible()
+    # the finished block is set in the font the tail streamed in: nothing jumps when it closes
+    finished = code.build(md.style_).defaultFont()
+    assert QFontInfo(finished).family() == QFontInfo(tail.font()).family()
+    assert finished.pointSizeF() == tail.font().pointSizeF()
 
 
 def _bubble_image(view: Transcript) -> QImage:
