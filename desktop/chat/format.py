@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import date, datetime
 from typing import Any
 
 # A model name longer than this is elided in the middle (the full one goes in a tooltip).
@@ -21,6 +22,18 @@ _FINISH_WORDS = {
     "error": "",
     "tool_calls": "called tools",
 }
+
+
+# The window's words are English; so are its month names, whatever the machine's locale (Qt sets
+# the C library's locale from LANG, where strftime's %b would give "Dez" or "12月").
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def date_text(moment: date | datetime, pattern: str) -> str:
+    """``moment.strftime(pattern)`` with ``%b`` as the English month and ``%-d`` as the day
+    without a leading zero, on any platform and in any locale."""
+    pattern = pattern.replace("%b", MONTHS[moment.month - 1]).replace("%-d", str(moment.day))
+    return moment.strftime(pattern)
 
 
 def _num(value: Any, digits: int = 0) -> str:

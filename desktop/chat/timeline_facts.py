@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from desktop.chat.format import cache_text, cost_text
+from desktop.chat.format import cache_text, cost_text, date_text
 from desktop.chat.kinds import find_kind, kind_label
 from desktop.chat.pricing import is_hosted_api
 
@@ -144,7 +144,7 @@ def started_text(row: dict[str, Any]) -> str:
         return ""
     if when.tzinfo is None:
         return ""
-    return "started " + when.astimezone().strftime("%d %b %Y, %H:%M:%S").lstrip("0")
+    return "started " + date_text(when.astimezone(), "%-d %b %Y, %H:%M:%S")
 
 
 def _reasoning_possible(row: dict[str, Any]) -> bool:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from desktop.chat.format import cost_text
+from desktop.chat.format import cost_text, date_text
 
 MINUTE = 60.0
 HOUR = 3600.0
@@ -75,7 +75,7 @@ def time_ticks(start: float, end: float, max_ticks: int) -> list[TimeTick]:
         d = datetime.fromtimestamp(start).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
         while d.timestamp() <= end:
             if d.timestamp() >= start:
-                ticks.append(TimeTick(d.timestamp(), d.strftime("%b %Y"), ""))
+                ticks.append(TimeTick(d.timestamp(), date_text(d, "%b %Y"), ""))
             month = d.month - 1 + months
             d = d.replace(year=d.year + month // 12, month=month % 12 + 1)
         return ticks
@@ -86,7 +86,7 @@ def time_ticks(start: float, end: float, max_ticks: int) -> list[TimeTick]:
             d += timedelta(days=1)
         days = int(step // DAY)
         while d.timestamp() <= end:
-            ticks.append(TimeTick(d.timestamp(), f"{d.day} {d:%b}", ""))
+            ticks.append(TimeTick(d.timestamp(), date_text(d, "%-d %b"), ""))
             d += timedelta(days=days)
         return ticks
     t = math.ceil(start / step) * step
@@ -96,7 +96,7 @@ def time_ticks(start: float, end: float, max_ticks: int) -> list[TimeTick]:
     last_day = None
     while t <= end:
         d = datetime.fromtimestamp(t)
-        day = f"{d.day} {d:%b}"
+        day = date_text(d, "%-d %b")
         ticks.append(TimeTick(t, f"{d:%H:%M}", day if day != last_day else ""))
         last_day = day
         t += step

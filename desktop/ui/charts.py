@@ -34,6 +34,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QToolTip, QWidget
 
+from desktop.chat.format import date_text
 from desktop.ui.chart_axes import Metric, Point, metric, points_of, time_ticks, value_ticks
 from desktop.ui.chart_bars import Bar, BarGroup, CompareBars
 from desktop.ui.theme import current_colors
@@ -295,7 +296,7 @@ class TimeChart(QWidget):
     # mouse -----------------------------------------------------------------------------------
     def tooltip_text(self, index: int) -> str:
         p = self.points[index]
-        when = datetime.fromtimestamp(p.at).strftime("%d %b %Y, %H:%M:%S")
+        when = date_text(datetime.fromtimestamp(p.at), "%d %b %Y, %H:%M:%S")
         action = (
             "Click to open this reply."
             if p.message_id is not None

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
+from desktop.chat.format import date_text
 from desktop.store.stats import StatsFilter, StatsStore
 from desktop.ui.chart_axes import Point, count_text, ms_text, points_of, tok_s_text, usd_text
 
@@ -50,6 +51,9 @@ ERROR_WORDS = {
 }
 
 
+FROM_TO = "%d %b %Y %H:%M"
+
+
 def _utc_iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds")
 
@@ -81,14 +85,14 @@ def range_words(since: str | None, until: str | None) -> str:
 
     def day(text: str) -> str:
         d = datetime.fromisoformat(text).astimezone()
-        return f"{d.day} {d:%b %Y}"
+        return date_text(d, "%-d %b %Y")
 
     if since and until:
         last = datetime.fromisoformat(until).astimezone() - timedelta(milliseconds=1)
-        return f"between {day(since)} and {last.day} {last:%b %Y}"
+        return f"between {day(since)} and {date_text(last, '%-d %b %Y')}"
     if since:
         d = datetime.fromisoformat(since).astimezone()
-        return f"since {d.day} {d:%b %Y}, {d:%H:%M}"
+        return f"since {date_text(d, '%-d %b %Y, %H:%M')}"
     if until:
         return f"before {day(until)}"
     return "at all"
@@ -253,7 +257,7 @@ def summary_cells(row: dict[str, Any], tools: bool = False) -> list[tuple[str, s
     if first and last:
         a = datetime.fromisoformat(str(first)).astimezone()
         b = datetime.fromisoformat(str(last)).astimezone()
-        span = f"Calls from {a:%d %b %Y %H:%M} to {b:%d %b %Y %H:%M}."
+        span = f"Calls from {date_text(a, FROM_TO)} to {date_text(b, FROM_TO)}."
     ttft = f"{ms_text(row.get('ttft_p50_ms'))} / {ms_text(row.get('ttft_p95_ms'))}"
     d50, d95 = row.get("decode_p50_tok_s"), row.get("decode_p95_tok_s")
     decode = "—" if d50 is None else f"{tok_s_text(d50).removesuffix(' tok/s')} / {tok_s_text(d95)}"

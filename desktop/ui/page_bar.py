@@ -1,5 +1,5 @@
 """The sidebar's page buttons (Chat, Models, Stats, Compare): one row when they fit, two rows
-when the sidebar is narrow.
+when the sidebar is narrow, one column when even two rows would cut their words.
 
 A height-for-width layout (``FlowLayout``) in the sidebar upsets the main splitter's sizes, so
 this one re-arranges a grid on resize instead, and reports the two-row width as its minimum:
@@ -8,7 +8,7 @@ the sidebar can still be dragged to its narrowest.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize
+from PySide6.QtCore import QEvent, QSize
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QGridLayout, QLayout, QToolButton, QWidget
 
@@ -47,17 +47,24 @@ class PageBar(QWidget):
         count = len(self.buttons)
         if not count:
             return
-        columns = count if self.width() >= self._width_for(count) else max(1, -(-count // 2))
-        if columns == self._columns and not force:
-            return
-        self._columns = columns
-        for button in self.buttons:
-            self._grid.removeWidget(button)
-        for index, button in enumerate(self.buttons):
-            self._grid.addWidget(button, index // columns, index % columns)
+        half = max(1, -(-count // 2))
+        if self.width() >= self._width_for(count):
+            columns = count
+        elif self.width() >= self._width_for(half) or half == 1:
+            columns = half
+        else:  # squeezed below two rows (a small window, large text, a wide font): one column
+            columns = 1
+        if columns != self._columns or force:
+            self._columns = columns
+            for button in self.buttons:
+                self._grid.removeWidget(button)
+            for index, button in enumerate(self.buttons):
+                self._grid.addWidget(button, index // columns, index % columns)
         height = max((b.sizeHint().height() for b in self.buttons), default=0)
-        self.setFixedHeight(self.rows * height + (self.rows - 1) * SPACING + MARGINS[1])
-        self.updateGeometry()
+        height = self.rows * height + (self.rows - 1) * SPACING + MARGINS[1]
+        if height != self.height() or columns != self._columns or force:
+            self.setFixedHeight(height)
+            self.updateGeometry()
 
     def minimumSizeHint(self) -> QSize:
         count = len(self.buttons)
@@ -70,3 +77,14 @@ class PageBar(QWidget):
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
         self._arrange()
+
+    def event(self, event: QEvent) -> bool:
+        # the buttons' words changed size (the text size setting, the theme, another font):
+        # the same width may now hold fewer of them a row
+        if event.type() in (
+            QEvent.Type.LayoutRequest,
+            QEvent.Type.FontChange,
+            QEvent.Type.StyleChange,
+        ):
+            self._arrange()
+        return super().event(event)

@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.chat.agents import AgentService
+from desktop.chat.format import date_text
 from desktop.chat.tool_loop import ToolRunner
 from desktop.errors import UserError
 from desktop.store.tools import McpServer, ToolGrant
@@ -76,7 +77,7 @@ def since(stamp: str) -> str:
         when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
     except ValueError:
         return stamp
-    return when.astimezone().strftime("%-d %b %Y, %H:%M")
+    return date_text(when.astimezone(), "%-d %b %Y, %H:%M")
 
 
 def _table(headers: list[str], name: str) -> QTableWidget:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from desktop.chat.format import stats_line, stats_line_variants, stats_tooltip_text
+from desktop.chat.format import date_text, stats_line, stats_line_variants, stats_tooltip_text
 
 DISPLAY_LIMIT = 20_000  # a message in a plain label (the person's own)
 # A reply is a MarkdownView, which lays out what is on screen first and the rest when idle:
@@ -45,7 +45,9 @@ def stats_tooltip(
 
 
 def relative_time(iso: str | None, now: datetime | None = None) -> str:
-    """ "just now", "5 min ago", "3 h ago", "yesterday", "12 Mar"."""
+    """ "just now", "5 min ago", "3 h ago", "yesterday", "12 Mar", "12 Mar 2025": hours while
+    it is the same local day (or under 6 h), then local calendar days: at 00:30, 23:00 is
+    "1 h ago" and a reply from 30 hours back is "1 Dec", not "yesterday"."""
     if not iso:
         return ""
     try:
@@ -60,8 +62,9 @@ def relative_time(iso: str | None, now: datetime | None = None) -> str:
         return "just now"
     if seconds < 3600:
         return f"{int(seconds // 60)} min ago"
-    if seconds < 86_400:
+    local, today = when.astimezone(), now.astimezone().date()
+    if local.date() == today or seconds < 6 * 3600:
         return f"{int(seconds // 3600)} h ago"
-    if seconds < 2 * 86_400:
+    if local.date() == today - timedelta(days=1):
         return "yesterday"
-    return when.astimezone().strftime("%d %b").lstrip("0")
+    return date_text(local, "%-d %b" if local.year == today.year else "%-d %b %Y")
