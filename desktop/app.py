@@ -135,6 +135,7 @@ def run_app(argv: list[str] | None = None) -> int:
     from desktop.ui.loop import GuiThreadGarbageCollector, drain, new_loop
     from desktop.ui.main_window import MainWindow
     from desktop.ui.resources import app_icon
+    from desktop.ui.tooltips import install_plain_tooltips
     from desktop.ui.warm_local import LocalWarmer
 
     app = QApplication.instance() or QApplication(list(argv) if argv is not None else sys.argv)
@@ -147,6 +148,7 @@ def run_app(argv: list[str] | None = None) -> int:
     # ending on aboutToQuit would stop the loop before awaited futures finish.
     app.setQuitOnLastWindowClosed(False)
     text_access.install()  # screen readers read the custom-painted reply text
+    install_plain_tooltips(app)  # a tooltip is never read as HTML (a name could hold <img>)
     paths = AppPaths.from_env()
     appearance.apply_saved(app, Preferences(paths.settings_path))  # theme and text size
 

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 from desktop import APP_NAME, __version__
 from desktop.identity import LICENCE, SUMMARY, identity, licences_text
 from desktop.settings.paths import AppPaths
+from desktop.ui.widgets import plain
 
 __all__ = ["LICENCE", "SUMMARY", "AboutDialog", "facts", "open_about", "report_text"]
 
@@ -53,7 +54,7 @@ class AboutDialog(QDialog):
         form = QFormLayout()
         self.values: dict[str, QLabel] = {}
         for what, value in self.rows:
-            label = QLabel(value)
+            label = plain(QLabel(value))  # versions, folders, file names
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             label.setAccessibleName(f"{what}: {value}")
             label.setWordWrap(True)

@@ -49,6 +49,7 @@ from desktop.ui.agent_local import LocalSection, attach_memory_estimate
 from desktop.ui.agent_probe import EndpointFields, EndpointProbe
 from desktop.ui.agent_tools import AgentToolsSection
 from desktop.ui.async_door import run_blocking, start
+from desktop.ui.widgets import plain
 
 __all__ = ["AgentEditorDialog", "EndpointFields", "attach_memory_estimate"]
 
@@ -170,7 +171,7 @@ class AgentEditorDialog(QDialog):
         self.tools_section = AgentToolsSection(tools, agent) if tools is not None else None
         if self.tools_section is not None:
             column.addWidget(self.tools_section.group)
-        self.general_error = QLabel()
+        self.general_error = plain(QLabel())
         self.general_error.setObjectName("FieldError")
         self.general_error.setWordWrap(True)
         self.general_error.hide()
@@ -209,7 +210,7 @@ class AgentEditorDialog(QDialog):
         return sampling
 
     def _footer(self) -> QWidget:
-        self.save_status = QLabel()
+        self.save_status = plain(QLabel())
         self.save_status.setObjectName("DialogNote")
         self.buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.ui import theme
+from desktop.ui.widgets import plain
 
 LABEL_WIDTH_PX = 120
 
@@ -32,7 +33,9 @@ class WrapLabel(QLabel):
     """
 
     def __init__(self, text: str = "", object_name: str = "") -> None:
-        super().__init__(text)
+        super().__init__()
+        plain(self)  # errors and statuses quote servers, files and names: never HTML
+        self.setText(text)
         self.setWordWrap(True)
         self.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         if object_name:
@@ -207,7 +210,7 @@ def say(label: QLabel, text: str, tone: str) -> None:
     label.setProperty("tone", tone)
     size = round(12 * theme.current_text_scale())
     label.setStyleSheet(f"color: {color}; font-size: {size}px;")
-    label.setText(text)
+    plain(label).setText(text)  # a server's or a probe's words
     label.setVisible(bool(text))
 
 

@@ -13,7 +13,6 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QMenu,
-    QMessageBox,
     QToolButton,
     QWidget,
 )
@@ -26,7 +25,7 @@ from desktop.ui.agent_editor import AgentEditorDialog, attach_memory_estimate
 from desktop.ui.agent_local import attach_model_picker
 from desktop.ui.memory_estimate import MemoryEstimateView
 from desktop.ui.resources import agent_badge
-from desktop.ui.widgets import ID_ROLE, SUBTITLE_ROLE, TwoLineDelegate, hbox, vbox
+from desktop.ui.widgets import ID_ROLE, SUBTITLE_ROLE, TwoLineDelegate, hbox, vbox, warn
 
 BADGE_PX = 30
 
@@ -227,7 +226,7 @@ class AgentSidebar(QWidget):
         try:
             copy = self.services.agents.clone(self._highlighted)
         except Exception as exc:  # ValidationError, SecretsUnavailable: say it, stay up
-            QMessageBox.warning(self, "Clone agent", getattr(exc, "user_message", str(exc)))
+            warn(self, "Clone agent", getattr(exc, "user_message", str(exc)))
             return
         self._saved(copy, chosen=True)
 

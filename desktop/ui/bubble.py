@@ -41,7 +41,7 @@ from desktop.ui.text_format import (
     truncate_for_display,
 )
 from desktop.ui.tool_cards import ToolSteps
-from desktop.ui.widgets import FlowLayout
+from desktop.ui.widgets import FlowLayout, plain
 
 BUBBLE_MAX_WIDTH = 820
 BUBBLE_PADDING_PX = 14
@@ -106,7 +106,7 @@ class MessageBubble(QFrame):
         self._head = QHBoxLayout()
         self._head.setSpacing(2)
         label_text = "You" if message.role == "user" else message.agent_name or "Assistant"
-        self.label = QLabel(label_text)
+        self.label = plain(QLabel(label_text))
         self.label.setObjectName("BubbleLabel")
         if message.model:
             self.label.setToolTip(f"Model: {message.model}")
@@ -120,7 +120,7 @@ class MessageBubble(QFrame):
         self.body_layout.setContentsMargins(0, 0, 0, 0)
         self.body_layout.setSpacing(8)
         layout.addWidget(self.body_box)
-        self.body = QLabel()  # user messages and short plain texts
+        self.body = plain(QLabel())  # user messages and short plain texts
         self.body.setObjectName("BubbleText")
         self.body.setWordWrap(True)
         self.body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -185,7 +185,7 @@ class MessageBubble(QFrame):
 
     @cached_property
     def stopped(self) -> QLabel:
-        label = QLabel("stopped")
+        label = plain(QLabel("stopped"))
         label.setObjectName("StoppedMarker")
         label.hide()
         self._layout.insertWidget(self._layout.indexOf(self.body_box) + 1, label)
@@ -193,7 +193,7 @@ class MessageBubble(QFrame):
 
     @cached_property
     def waiting(self) -> QLabel:
-        label = QLabel()
+        label = plain(QLabel())
         label.setObjectName("WaitingNote")
         self._layout.insertWidget(self._layout.indexOf(self.body_box), label)
         return label

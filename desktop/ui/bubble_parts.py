@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 from desktop.store.conversations import Versions
 from desktop.ui.elided_label import ElidedLabel
 from desktop.ui.stream_text import StreamText
+from desktop.ui.widgets import plain
 
 if TYPE_CHECKING:
     from desktop.ui.timeline_panel import TimelinePanel
@@ -66,7 +67,7 @@ class VersionArrows:
 
     def __init__(self, step: Callable[[int], None]) -> None:
         self.prev = tool_button("‹", "Previous version", "VersionButton")
-        self.label = QLabel()
+        self.label = plain(QLabel())
         self.label.setObjectName("VersionLabel")
         self.next = tool_button("›", "Next version", "VersionButton")
         self.prev.clicked.connect(lambda: step(-1))
@@ -147,7 +148,7 @@ class ErrorBox(QFrame):
         layout = QHBoxLayout(self)
         layout.setContentsMargins(10, 8, 8, 8)
         layout.setSpacing(10)
-        self.text = QLabel()
+        self.text = plain(QLabel())  # an error's words (a server's, a tool's): never HTML
         self.text.setObjectName("ErrorText")
         self.text.setWordWrap(True)
         self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)

@@ -12,6 +12,7 @@ from PySide6.QtGui import QColor, QFontMetrics, QMouseEvent, QPainter, QPaintEve
 from PySide6.QtWidgets import QToolTip, QWidget
 
 from desktop.ui.chart_axes import Metric, value_ticks
+from desktop.ui.tooltips import show_plain
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +182,6 @@ class CompareBars(QWidget):
         pos = event.position()
         tip = next((t for r, t in self._rows if r.contains(pos)), None)
         if tip:
-            QToolTip.showText(event.globalPosition().toPoint(), tip, self)
+            show_plain(event.globalPosition().toPoint(), tip, self)  # an agent's name
         else:
             QToolTip.hideText()

@@ -38,6 +38,7 @@ from desktop.chat.format import date_text
 from desktop.ui.chart_axes import Metric, Point, metric, points_of, time_ticks, value_ticks
 from desktop.ui.chart_bars import Bar, BarGroup, CompareBars
 from desktop.ui.theme import current_colors
+from desktop.ui.tooltips import show_plain
 
 __all__ = ["Bar", "BarGroup", "CompareBars", "TimeChart", "agent_colors"]
 
@@ -315,7 +316,7 @@ class TimeChart(QWidget):
             QToolTip.hideText()
         else:
             self.setCursor(Qt.CursorShape.PointingHandCursor)
-            QToolTip.showText(event.globalPosition().toPoint(), self.tooltip_text(index), self)
+            show_plain(event.globalPosition().toPoint(), self.tooltip_text(index), self)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         """←/→ (Home/End) step through the calls in time order; Enter opens the one shown."""
@@ -332,7 +333,7 @@ class TimeChart(QWidget):
         self.hovered = order[max(0, min(n - 1, at + steps[key]))]
         self.setAccessibleDescription(self.tooltip_text(self.hovered))
         pos = self.mapToGlobal(self.point_pos(self.hovered).toPoint())
-        QToolTip.showText(pos, self.tooltip_text(self.hovered), self)
+        show_plain(pos, self.tooltip_text(self.hovered), self)
         self.update()
 
     def leaveEvent(self, event: object) -> None:

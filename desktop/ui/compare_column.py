@@ -23,7 +23,7 @@ from desktop.store.agents import Agent
 from desktop.store.conversations import Message
 from desktop.ui.conversation_pane import ConversationPane
 from desktop.ui.elided_label import ElidedLabel
-from desktop.ui.widgets import hbox, vbox
+from desktop.ui.widgets import ask, hbox, plain, vbox
 
 # Narrower, a reply's bubble sticks out of its column (bubble.py's one-paragraph reply is at
 # least 260 px wide): more columns than fit scroll sideways (3 at 1280 px, 6 at 2560 px).
@@ -151,7 +151,7 @@ class CompareColumn(QFrame):
         self.stop_button.clicked.connect(self.pane.presenter.stop)
         top.addWidget(self.stop_button)
         column.addLayout(top)
-        self.figures = QLabel()
+        self.figures = plain(QLabel())  # figures, or an error's words
         self.figures.setObjectName("HeaderSubtitle")
         self.figures.setWordWrap(True)
         self.figures.setAccessibleName(f"Figures of column {self.label}")
@@ -172,8 +172,8 @@ class CompareColumn(QFrame):
         return header
 
     def _confirm(self, title: str, text: str) -> bool:
-        answer = QMessageBox.question(self, title, text)
-        return answer == QMessageBox.StandardButton.Yes
+        yes, no = QMessageBox.StandardButton.Yes, QMessageBox.StandardButton.No
+        return ask(self, title, text, yes | no, QMessageBox.StandardButton.NoButton) == yes
 
     # state -----------------------------------------------------------------------------------
     @property

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.store.agents import Agent
-from desktop.ui.widgets import vbox
+from desktop.ui.widgets import plain, vbox
 
 MIN_AGENTS, MAX_AGENTS = 2, 6
 
@@ -28,7 +28,7 @@ class AgentPicker(QDialog):
         self._agents = {a.id: a for a in agents if a.id is not None}
         self._order: list[int] = [a.id for a in chosen if a.id in self._agents]
         layout = vbox(self, (16, 16, 16, 16), 8)
-        self.hint = QLabel()
+        self.hint = plain(QLabel())
         self.hint.setWordWrap(True)
         layout.addWidget(self.hint)
         self.list = QListWidget()

@@ -21,7 +21,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QFrame,
-    QInputDialog,
     QLabel,
     QLineEdit,
     QPushButton,
@@ -36,7 +35,7 @@ from desktop.store.agents import Agent
 from desktop.ui.compare_column import CompareColumn, fair_agent, winners
 from desktop.ui.compare_picker import MAX_AGENTS, MIN_AGENTS, AgentPicker
 from desktop.ui.compare_vote import VoteBar
-from desktop.ui.widgets import ComposerEdit, FlowLayout, FocusFrame, hbox, vbox
+from desktop.ui.widgets import ComposerEdit, FlowLayout, FocusFrame, ask_text, hbox, vbox
 
 DEFAULT_SEED = 42
 DEFAULT_TEMPERATURE = 0.7
@@ -191,7 +190,7 @@ class CompareView(QWidget):
         return area
 
     def _ask_text(self, title: str, label: str, text: str) -> str | None:
-        value, ok = QInputDialog.getText(self, title, label, QLineEdit.EchoMode.Normal, text)
+        value, ok = ask_text(self, title, label, text)
         return value if ok else None
 
     # state -----------------------------------------------------------------------------------

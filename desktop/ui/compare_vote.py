@@ -10,7 +10,7 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QFrame, QLabel, QPushButton, QWidget
 
-from desktop.ui.widgets import FlowLayout
+from desktop.ui.widgets import FlowLayout, plain
 
 OUTCOME_WORDS = {
     "left": "{left} is better",
@@ -53,7 +53,7 @@ class VoteBar(QFrame):
             button.clicked.connect(lambda _c=False, o=outcome: self.vote(o))
             self.buttons[outcome] = button
             row.addWidget(button)
-        self.note = QLabel()
+        self.note = plain(QLabel())  # agent names once revealed
         self.note.setObjectName("HeaderSubtitle")
         self.note.setAccessibleName("Votes so far")
         row.addWidget(self.note)

@@ -14,7 +14,7 @@ from PySide6.QtCore import (
     QSize,
     Qt,
 )
-from PySide6.QtGui import QColor, QPainter, QPalette, QTextDocument
+from PySide6.QtGui import QColor, QPainter, QPalette
 from PySide6.QtWidgets import (
     QListView,
     QListWidget,
@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 from desktop.store.conversations import Conversation
 from desktop.store.search import HIT_END, HIT_START
 from desktop.ui.resources import icon
+from desktop.ui.safe_document import SafeDocument
 from desktop.ui.text_format import relative_time
 from desktop.ui.widgets import ID_ROLE, SUBTITLE_ROLE, TwoLineDelegate, paint_row_background
 
@@ -164,7 +165,7 @@ class SearchResultDelegate(QStyledItemDelegate):
         )
         snippet = index.data(SNIPPET_ROLE)
         if snippet:
-            doc = QTextDocument()
+            doc = SafeDocument()  # the snippet is message text: nothing it names is loaded
             doc.setDefaultFont(option.font)
             doc.setDocumentMargin(0)
             doc.setTextWidth(rect.width() - 20)

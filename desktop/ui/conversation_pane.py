@@ -40,7 +40,7 @@ from desktop.ui.presenter import ConversationPresenter, final_message
 from desktop.ui.resources import agent_badge
 from desktop.ui.tool_cards import person_is_typing, reveal
 from desktop.ui.transcript import Transcript
-from desktop.ui.widgets import ComposerEdit, FocusFrame, InfoBar, hbox, vbox
+from desktop.ui.widgets import ComposerEdit, FocusFrame, InfoBar, hbox, plain, vbox
 
 log = logging.getLogger("simi.ui.pane")
 
@@ -113,11 +113,11 @@ class ConversationPane(QWidget):
         header = QFrame()
         header.setObjectName("ChatHeader")
         row = hbox(header, (24, 12, 24, 12), 12)
-        self.header_badge = QLabel()
+        self.header_badge = plain(QLabel())
         row.addWidget(self.header_badge)
         titles = QVBoxLayout()
         titles.setSpacing(0)
-        self.header_title = QLabel()
+        self.header_title = plain(QLabel())  # the agent's name
         self.header_title.setObjectName("HeaderTitle")
         self.header_subtitle = ElidedLabel()
         self.header_subtitle.setObjectName("HeaderSubtitle")
@@ -163,7 +163,7 @@ class ConversationPane(QWidget):
         self.send_button.clicked.connect(self._send_or_stop)
         row.addWidget(self.send_button, 0, Qt.AlignmentFlag.AlignBottom)
         column.addWidget(self.composer_frame)
-        self.hint = QLabel(COMPOSER_HINT)
+        self.hint = plain(QLabel(COMPOSER_HINT))
         self.hint.setObjectName("ComposerHint")
         self.hint.setWordWrap(True)
         self.hint.setContentsMargins(14, 0, 0, 0)
@@ -383,6 +383,7 @@ class ConversationPane(QWidget):
         """ "Raise context": the sizes on offer, what each costs, and the trained context; the
         person picks one or cancels (tests replace this to answer without a dialog)."""
         box = QMessageBox(self)
+        box.setTextFormat(Qt.TextFormat.PlainText)  # it names the model
         box.setIcon(QMessageBox.Icon.Question)
         box.setWindowTitle("Raise context")
         box.setText(offer.question)

@@ -63,7 +63,7 @@ from desktop.ui.dashboard_data import (
 from desktop.ui.dashboard_picker import AgentPicker
 from desktop.ui.elided_label import ElidedLabel
 from desktop.ui.rating_table import RatingSection
-from desktop.ui.widgets import hbox, vbox
+from desktop.ui.widgets import hbox, plain, vbox
 
 log = logging.getLogger("simi.ui.dashboard")
 
@@ -207,7 +207,7 @@ class StatsPage(QWidget):
         inner = QWidget()
         inner.setObjectName("StatsContent")
         layout = vbox(inner, (0, 0, 4, 8), 6)
-        self.headline = QLabel("")
+        self.headline = plain(QLabel(""))  # names the agents
         self.headline.setObjectName("DashboardHeadline")
         self.headline.setWordWrap(True)
         layout.addWidget(self.headline)

@@ -1,7 +1,8 @@
 """A one-line label that elides what does not fit ("Archivist · qwen2.5-7b… · TTFT 85 ms…")
 instead of wrapping or widening its parent; the full text stays its ``text()``, and, unless
 the caller gives one, its tooltip while elided. ``set_texts`` gives shorter wordings to try
-first (the stats footer drops the names before it cuts a figure)."""
+first (the stats footer drops the names before it cuts a figure). Always plain text: it shows
+names, titles and errors, never HTML (``widgets.plain``)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ class ElidedLabel(QLabel):
         self._shorter: list[str] = []
         self._mode = mode
         self._auto_tip = False
+        self.setTextFormat(Qt.TextFormat.PlainText)
         self.setWordWrap(False)
         self.setText(text)
 

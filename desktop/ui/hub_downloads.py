@@ -39,6 +39,7 @@ from desktop.hub.files import GgufModel
 from desktop.ui.async_door import run_blocking, start
 from desktop.ui.elided_label import ElidedLabel
 from desktop.ui.hub_format import percent, progress_texts
+from desktop.ui.widgets import ask, plain
 
 log = logging.getLogger("simi.ui.hub")
 
@@ -114,7 +115,7 @@ class DownloadRow(QFrame):
         for widget in (self.pause, self.retry, self.cancel, self.dismiss):
             line.addWidget(widget)
         grid.addLayout(line, 1, 0, 1, 2)
-        self.error = QLabel()  # a failure's whole text, wrapped under the bar
+        self.error = plain(QLabel())  # a failure's whole text, wrapped under the bar
         self.error.setObjectName("FieldError")
         self.error.setWordWrap(True)
         self.error.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -264,7 +265,7 @@ class DownloadsPanel(QFrame):
 
     # internals -------------------------------------------------------------------------------
     def _ask_cancel(self, name: str) -> bool:
-        answer = QMessageBox.question(
+        answer = ask(
             self,
             "Cancel the download?",
             f"Cancel downloading {name}? The part downloaded so far is deleted.",

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
+from desktop.ui.widgets import plain
+
 
 class EmptyState(QWidget):
     def __init__(self, host: str) -> None:
@@ -40,7 +42,7 @@ class Notice(QFrame):
         self.setObjectName("ErrorBox")
         line = QHBoxLayout(self)
         line.setContentsMargins(10, 6, 6, 6)
-        self.text = QLabel()
+        self.text = plain(QLabel())  # the hub's or the network's words
         self.text.setObjectName("ErrorText")
         self.text.setWordWrap(True)
         self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from desktop.errors import UserError
 from desktop.ui.async_door import run_blocking, start
+from desktop.ui.widgets import plain
 
 TOKENS_PAGE = "huggingface.co/settings/tokens"
 
@@ -41,7 +42,7 @@ class TokenPanel(QFrame):
         outer.setContentsMargins(10, 8, 10, 8)
         outer.setSpacing(6)
         top = QHBoxLayout()
-        self.reason = QLabel()
+        self.reason = plain(QLabel())  # the hub's reason
         self.reason.setWordWrap(True)
         self.reason.setObjectName("FieldWarning")
         close = QToolButton()
@@ -80,7 +81,7 @@ class TokenPanel(QFrame):
         self.where.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         outer.addWidget(self.where)
         saved_row = QHBoxLayout()
-        self.saved_label = QLabel("Token saved")
+        self.saved_label = plain(QLabel("Token saved"))  # or the keyring's error
         self.saved_label.setObjectName("DialogNote")
         self.remove = QPushButton("Remove")
         self.remove.setObjectName("RetryButton")

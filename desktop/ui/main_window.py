@@ -19,9 +19,7 @@ from PySide6.QtGui import QCloseEvent, QGuiApplication
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
-    QInputDialog,
     QLabel,
-    QLineEdit,
     QMainWindow,
     QPushButton,
     QSplitter,
@@ -49,7 +47,7 @@ from desktop.ui.resources import app_icon
 from desktop.ui.settings_dialog import SettingsDialog, footer_mode
 from desktop.ui.shortcuts import ShortcutsSheet
 from desktop.ui.store_watch import watch_store
-from desktop.ui.widgets import confirm, vbox
+from desktop.ui.widgets import ask_text, confirm, plain_label, vbox
 from desktop.ui.window_fit import keep_minimum_sizes
 
 log = logging.getLogger("simi.ui")
@@ -198,8 +196,7 @@ class MainWindow(QMainWindow):
         title_row.setContentsMargins(8, 0, 8, 0)
         icon = QLabel()
         icon.setPixmap(app_icon().pixmap(22, 22))
-        title = QLabel("SIMI Multi")
-        title.setObjectName("AppTitle")
+        title = plain_label("SIMI Multi", "AppTitle")
         title_row.addWidget(icon)
         title_row.addWidget(title, 1)
         layout.addLayout(title_row)
@@ -430,7 +427,7 @@ class MainWindow(QMainWindow):
         return confirm(self, title, text)
 
     def ask_text(self, title: str, label: str, text: str) -> str | None:
-        value, ok = QInputDialog.getText(self, title, label, QLineEdit.EchoMode.Normal, text)
+        value, ok = ask_text(self, title, label, text)
         return value if ok else None
 
     def ask_save_path(self, title: str, suggested: str, filters: str) -> str | None:

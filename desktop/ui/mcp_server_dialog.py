@@ -36,6 +36,7 @@ from desktop.store.tools import DEFAULT_TIMEOUT_S, McpServer, bearer_key_ref, se
 from desktop.tools.config import McpConfig, validate_server
 from desktop.ui.agent_form import FieldForm, WrapLabel, column, line, row, say
 from desktop.ui.async_door import run_blocking, start
+from desktop.ui.widgets import plain
 
 TRANSPORTS = (("stdio", "Command (stdio)"), ("http", "URL (streamable HTTP)"))
 STORED = "stored in the keyring — type to replace"
@@ -154,7 +155,7 @@ class McpServerDialog(QDialog):
 
         self.general_error = WrapLabel(object_name="FieldError")
         self.general_error.hide()
-        self.status = QLabel()
+        self.status = plain(QLabel())  # what the server said when tried
         self.status.hide()
         self.buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel

@@ -2,7 +2,8 @@
 
 ``BlockItem`` holds a block of ``desktop.chat.md_blocks`` and, once it is needed, its
 ``QTextDocument``: prose and headings through Qt's md4c reader (GFM tables, task lists,
-strikethrough; raw HTML never interpreted; images become links, see ``protect_images``), code
+strikethrough; raw HTML never interpreted; images shown as their words and a link, never
+loaded: ``SafeDocument``, ``protect_images``), code
 highlighted by Pygments into character formats on a monospace document inside a framed box
 with a language line and a Copy button. ``MarkdownView`` owns the items; an item knows its own
 geometry (``top``/``height`` in the view, ``exact`` once laid out at the current width, else an
@@ -36,6 +37,7 @@ from PySide6.QtGui import (
 )
 
 from desktop.chat.md_blocks import Block
+from desktop.ui.safe_document import IMAGE_MARK, SafeDocument, images_as_text, short_address
 from desktop.ui.theme import Colors
 
 GAP = 10  # between blocks
@@ -50,16 +52,25 @@ _FEATURES = (
     | QTextDocument.MarkdownFeature.MarkdownNoHTML
 )
 _IMAGE = re.compile(r"!\[([^\]\n]*)\]\(\s*<?([^)\s>]+)>?(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)")
-IMAGE_MARK = "▣"  # in every common UI font (an emoji may show as a box)
+_MD_PUNCTUATION = re.compile(r"([\\`*_\[\]<>~|!#&])")  # escaped in a link's words
 
 
 def protect_images(text: str) -> str:
     """``![alt](url)`` becomes a link placeholder: the image is fetched only if clicked
-    (rendering never makes a request: an image URL can carry a tracking token)."""
+    (rendering never makes a request: an image URL can carry a tracking token); an address
+    that is not a web one (a path, ``file:``, ``qrc:``, ``data:``) is shown, not opened.
+
+    Only the plain inline form is matched; safety does not depend on it: every document is a
+    ``SafeDocument`` (it never loads a resource) and ``images_as_text`` turns any image md4c
+    still finds (a reference ``![a][r]``, brackets in the alt text) into its words."""
 
     def placeholder(match: re.Match[str]) -> str:
         alt, url = match.group(1).strip(), match.group(2)
-        return f"[{IMAGE_MARK} {alt or 'image'} (image, click to open)]({url})"
+        if url.lower().startswith(("http://", "https://")):
+            words = "image, click to open"
+        else:
+            words = "image: " + _MD_PUNCTUATION.sub(r"\\\1", short_address(url))
+        return f"[{IMAGE_MARK} {alt or 'image'} ({words})]({url})"
 
     return _IMAGE.sub(placeholder, text)
 
@@ -86,12 +97,13 @@ class Style:
 
 
 def _prose_document(source: str, style: Style) -> QTextDocument:
-    doc = QTextDocument()
+    doc = SafeDocument()
     doc.setDocumentMargin(0)
     doc.setDefaultFont(style.font)
     doc.setUndoRedoEnabled(False)
     doc.setIndentWidth(LIST_INDENT)
     doc.setMarkdown(protect_images(source), _FEATURES)
+    images_as_text(doc)  # before any layout: the words are painted, nothing is read
     colors = style.colors
     link, code_bg, border = QColor(colors.accent), QColor(colors.code_bg), QColor(colors.border)
     block = doc.begin()
@@ -177,7 +189,7 @@ def code_document(code: str, language: str, style: Style) -> QTextDocument:
     from pygments.lexers.special import TextLexer
     from pygments.util import ClassNotFound
 
-    doc = QTextDocument()
+    doc = SafeDocument()
     doc.setDocumentMargin(0)
     doc.setDefaultFont(style.mono)
     doc.setUndoRedoEnabled(False)

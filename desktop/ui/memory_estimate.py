@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from html import escape
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
@@ -20,6 +21,7 @@ from desktop.local.gpu import GpuSupport, detect
 from desktop.local.memory import MemoryEstimate, estimate, format_bytes
 from desktop.local.starter import resolve_model_path
 from desktop.ui.async_door import loop_running, run_blocking, start
+from desktop.ui.widgets import plain, rich_label
 
 log = logging.getLogger("simi.ui.memory")
 
@@ -81,20 +83,20 @@ class MemoryEstimateView(QWidget):
         grid.setHorizontalSpacing(12)
         grid.setVerticalSpacing(1)
         for col, head in enumerate(("", "RAM", "GPU")):
-            label = QLabel(f"<b>{head}</b>" if head else "")
+            label = rich_label(f"<b>{head}</b>" if head else "")
             label.setAlignment(Qt.AlignmentFlag.AlignRight)
             grid.addWidget(label, 0, col)
         self.cells: dict[tuple[str, str], QLabel] = {}
         for row, (name, key) in enumerate(_ROWS, start=1):
-            grid.addWidget(QLabel(name), row, 0)
+            grid.addWidget(plain(QLabel(name)), row, 0)
             for col, where in enumerate(("ram", "gpu"), start=1):
-                cell = QLabel("–")
+                cell = rich_label("–")  # the app's figures; a total in bold
                 cell.setAlignment(Qt.AlignmentFlag.AlignRight)
                 cell.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
                 self.cells[(key, where)] = cell
                 grid.addWidget(cell, row, col)
         layout.addLayout(grid)
-        self.notes = QLabel("")
+        self.notes = plain(QLabel(""))  # about the model's file
         self.notes.setObjectName("MemoryEstimateNotes")
         self.notes.setWordWrap(True)
         layout.addWidget(self.notes)
@@ -201,6 +203,6 @@ class MemoryEstimateView(QWidget):
         for key, cell in self.cells.items():
             value = values.get(key)
             text = "–" if value is None or (key[1] == "gpu" and not value) else format_bytes(value)
-            cell.setText(f"<b>{text}</b>" if key[0] == "total" else text)
+            cell.setText(f"<b>{escape(text)}</b>" if key[0] == "total" else escape(text))
         self.notes.setText(message)
         self.estimate_changed.emit(est)

@@ -38,7 +38,7 @@ from desktop.ui.async_door import run_blocking, start
 from desktop.ui.models_actions import ModelActions, downloaded
 from desktop.ui.models_facts import DiskUse, detail_facts, disk_use, used_by
 from desktop.ui.models_library import COLUMNS, ERROR_COLUMN, PATH_ROLE, LibraryTable
-from desktop.ui.widgets import FlowLayout, vbox
+from desktop.ui.widgets import FlowLayout, plain, vbox
 
 __all__ = ["COLUMNS", "ERROR_COLUMN", "ModelsPage"]
 
@@ -101,10 +101,10 @@ class ModelsPage(QTabWidget):
         content = QWidget()
         content.setObjectName("ModelsLibrary")
         layout = vbox(content, margins=(8, 8, 8, 8), spacing=6)
-        self.backend_label = QLabel("Checking the llama.cpp build…")
+        self.backend_label = plain(QLabel("Checking the llama.cpp build…"))
         self.backend_label.setObjectName("ModelsBackend")
         self.backend_label.setWordWrap(True)
-        self.state_label = QLabel("")
+        self.state_label = plain(QLabel(""))  # the loaded model's name
         self.state_label.setObjectName("ModelsState")
         self.state_label.setWordWrap(True)
         layout.addWidget(self.backend_label)
@@ -135,7 +135,7 @@ class ModelsPage(QTabWidget):
         self.folder_list.setMinimumHeight(48)
         self.folder_list.setMaximumHeight(90)
         layout.addWidget(self.folder_list)
-        self.disk_label = QLabel("")
+        self.disk_label = plain(QLabel(""))
         self.disk_label.setObjectName("ModelsDiskUse")
         self.disk_label.setWordWrap(True)
         self.disk_label.setToolTip("Disk taken by the models in each folder")
@@ -144,7 +144,7 @@ class ModelsPage(QTabWidget):
         self.remove_button = QPushButton("Remove folder")
         self.refresh_button = QPushButton("Refresh")
         layout.addWidget(_flow(self.add_button, self.remove_button, self.refresh_button))
-        self.message = QLabel("")
+        self.message = plain(QLabel(""))  # file and folder names, errors
         self.message.setObjectName("ModelsMessage")
         self.message.setWordWrap(True)
         layout.addWidget(self.message)

@@ -11,6 +11,7 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QLabel, QSizePolicy
 
 from desktop.ui.elided_label import ElidedLabel
+from desktop.ui.widgets import plain
 
 PATH_HINT_PX = 240  # the width a path asks for; it gets what the row has
 
@@ -31,8 +32,8 @@ def choice_box(
 
 
 def note(text: str, object_name: str = "DialogNote") -> QLabel:
-    """A paragraph that wraps to the width it gets."""
-    label = QLabel(text)
+    """A paragraph that wraps to the width it gets (plain text: see ``widgets.plain``)."""
+    label = plain(QLabel(text))
     label.setObjectName(object_name)
     label.setWordWrap(True)
     return label

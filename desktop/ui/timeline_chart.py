@@ -27,6 +27,7 @@ from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 from desktop.chat.timeline import Marker, Segment, Timeline
 from desktop.chat.timeline_facts import ms_text
 from desktop.ui.theme import Colors, current_colors
+from desktop.ui.tooltips import show_plain
 
 # Segment colours by kind, light and dark (the theme's accent family plus a few distinct hues).
 _KIND_COLORS = {
@@ -325,7 +326,7 @@ class TimelineChart(QWidget):
         if event.type() == QEvent.Type.ToolTip and isinstance(event, QHelpEvent):
             segment = self.segment_at(QPointF(event.pos()))
             if segment is not None:
-                QToolTip.showText(
+                show_plain(
                     event.globalPos(),
                     f"{segment.label}: {segment.figure}\n{segment.description}",
                     self,

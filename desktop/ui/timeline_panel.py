@@ -13,6 +13,7 @@ person can select, and "Copy as text" copies all of it. "How to read this" expla
 from __future__ import annotations
 
 from collections.abc import Sequence
+from html import escape
 from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, QTimer
@@ -405,7 +406,7 @@ class TimelinePanel(QDialog):
             color = kind_color(kind, colors.dark).name() if kind else colors.border
             return f'<span style="color:{color}">■</span>'
 
-        caption.setText("   ".join(f"{square(kind)} {name}" for kind, name in keyed))
+        caption.setText("   ".join(f"{square(kind)} {escape(name)}" for kind, name in keyed))
 
     def _fit_to(self, parent: QWidget | None) -> None:
         """The preferred size, or the parent window's less a margin (720×480 still fits)."""

@@ -20,6 +20,7 @@ from desktop.store.conversations import Message, Versions
 from desktop.ui.blit_scroll import BlitContent, BlitScrollArea
 from desktop.ui.bubble import BUBBLE_MAX_WIDTH, MessageBubble, MessageRow
 from desktop.ui.paging import BATCH, PAGE, PREFETCH_BUDGET_S, Edge, Paging
+from desktop.ui.widgets import plain
 
 STICK_MARGIN_PX = 32  # the view follows new text while it is this close to the bottom
 FOOTER_MODES = ("always", "hover", "never")
@@ -41,7 +42,7 @@ class EmptyState(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(24, 80, 24, 24)
         layout.setSpacing(8)
-        self.title = QLabel()
+        self.title = plain(QLabel())  # "Chat with" the agent's name
         self.title.setObjectName("EmptyTitle")
         self.title.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.hint = QLabel("Type a message below. Enter sends, Shift+Enter adds a line.")

@@ -1,5 +1,7 @@
-"""Small reusable widgets: the composer, the sidebar item delegate, the info bar, and
-``FlowLayout`` (a row that wraps onto more lines instead of squeezing its widgets)."""
+"""Small reusable widgets: the composer, the sidebar item delegate, the info bar,
+``FlowLayout`` (a row that wraps onto more lines instead of squeezing its widgets), and plain
+labels and message boxes (``plain``, ``plain_label``, ``message_box``, ``confirm``, ``warn``,
+``ask_text``: text from a model, a tool, a server or a file is never read as HTML)."""
 
 from __future__ import annotations
 
@@ -20,8 +22,10 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QColor, QFont, QKeyEvent, QPainter, QPalette
 from PySide6.QtWidgets import (
     QBoxLayout,
+    QDialog,
     QFrame,
     QHBoxLayout,
+    QInputDialog,
     QLabel,
     QLayout,
     QLayoutItem,
@@ -45,9 +49,92 @@ Margins = tuple[int, int, int, int]
 Box = TypeVar("Box", bound=QBoxLayout)
 
 
+Label = TypeVar("Label", bound=QLabel)
+
+
+def plain(label: Label) -> Label:
+    """``label`` shows its text as typed, never as HTML: a name, a title, an error or a tool's
+    words can hold ``<img src=…>``, which a rich-text label would read from disk (on the GUI
+    thread) as it lays itself out. Every label that can show text from a model, a tool, a
+    server or a file is plain; where the app writes markup itself it uses ``rich_label`` and
+    ``html.escape`` on every string from outside."""
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    return label
+
+
+def plain_label(text: str = "", name: str = "", wrap: bool = False) -> QLabel:
+    label = plain(QLabel())
+    if name:
+        label.setObjectName(name)
+    label.setWordWrap(wrap)
+    label.setText(text)
+    return label
+
+
+def rich_label(markup: str = "", name: str = "") -> QLabel:
+    """A label with the app's own markup (every string from outside ``html.escape``'d)."""
+    label = QLabel()
+    label.setTextFormat(Qt.TextFormat.RichText)
+    if name:
+        label.setObjectName(name)
+    label.setText(markup)
+    return label
+
+
+def message_box(
+    parent: QWidget | None,
+    icon: QMessageBox.Icon,
+    title: str,
+    text: str,
+    buttons: QMessageBox.StandardButton = QMessageBox.StandardButton.Ok,
+    default: QMessageBox.StandardButton = QMessageBox.StandardButton.NoButton,
+) -> QMessageBox:
+    """A ``QMessageBox`` whose text (and informative text) is plain (see ``plain``)."""
+    box = QMessageBox(parent)
+    box.setTextFormat(Qt.TextFormat.PlainText)
+    box.setIcon(icon)
+    box.setWindowTitle(title)
+    box.setText(text)
+    box.setStandardButtons(buttons)
+    if default != QMessageBox.StandardButton.NoButton:
+        box.setDefaultButton(default)
+    return box
+
+
+def ask(
+    parent: QWidget | None,
+    title: str,
+    text: str,
+    buttons: QMessageBox.StandardButton,
+    default: QMessageBox.StandardButton,
+) -> QMessageBox.StandardButton:
+    """``QMessageBox.question`` with plain text: the button pressed."""
+    box = message_box(parent, QMessageBox.Icon.Question, title, text, buttons, default)
+    return QMessageBox.StandardButton(box.exec())
+
+
+def warn(parent: QWidget | None, title: str, text: str) -> None:
+    """``QMessageBox.warning`` with plain text."""
+    message_box(parent, QMessageBox.Icon.Warning, title, text).exec()
+
+
+def ask_text(parent: QWidget | None, title: str, label: str, text: str) -> tuple[str, bool]:
+    """``QInputDialog.getText`` with a plain label (it can name a conversation or an agent)."""
+    dialog = QInputDialog(parent)
+    dialog.setWindowTitle(title)
+    dialog.setInputMode(QInputDialog.InputMode.TextInput)
+    dialog.setLabelText("")  # builds the label, plain before it shows any text
+    for child in dialog.findChildren(QLabel):
+        plain(child)
+    dialog.setLabelText(label)
+    dialog.setTextValue(text)
+    accepted = dialog.exec() == QDialog.DialogCode.Accepted
+    return dialog.textValue(), accepted
+
+
 def confirm(parent: QWidget | None, title: str, text: str) -> bool:
     """Yes / Cancel, Cancel the default: True when the person said yes."""
-    answer = QMessageBox.question(
+    answer = ask(
         parent,
         title,
         text,
@@ -246,9 +333,7 @@ class InfoBar(QFrame):
         layout = QHBoxLayout(self)
         layout.setContentsMargins(16, 8, 8, 8)
         layout.setSpacing(8)
-        self.label = QLabel(text)
-        self.label.setObjectName("InfoText")
-        self.label.setWordWrap(True)
+        self.label = plain_label(text, "InfoText", wrap=True)
         layout.addWidget(self.label, 1)
         close = QToolButton()
         close.setObjectName("InfoClose")

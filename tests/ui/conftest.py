@@ -24,6 +24,7 @@ from PySide6.QtWidgets import QApplication
 from desktop.store.agents import Agent
 from desktop.ui import text_access, theme
 from desktop.ui.loop import drain, new_loop
+from desktop.ui.tooltips import install_plain_tooltips
 
 text_access.install()  # as desktop/app.py does: painted text has its accessible text
 STARTER = "SmolLM2 (local)"
@@ -52,6 +53,12 @@ def gui_thread_gc() -> Iterator[None]:
         yield
     finally:
         gc.enable()
+
+
+@pytest.fixture(autouse=True)
+def plain_tooltips(qapp: QApplication) -> None:
+    """As desktop/app.py does: every tooltip shows its text as typed (desktop/ui/tooltips.py)."""
+    install_plain_tooltips(qapp)  # once: later calls find it
 
 
 @pytest.fixture

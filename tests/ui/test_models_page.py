@@ -19,6 +19,7 @@ from desktop.local.loading import LoadParams
 from desktop.local.memory import format_bytes
 from desktop.local.provider import LocalProvider
 from desktop.store.agents import Agent
+from desktop.ui import widgets
 from desktop.ui.models_page import COLUMNS, ModelsPage
 from tests.helpers import gguf_files
 from tests.ui.conftest import STARTER
@@ -249,8 +250,8 @@ def test_delete_is_never_offered_for_the_starter_or_a_linked_file(
 
 
 def test_a_downloaded_file_is_deleted_after_confirming(page, services, qtbot, monkeypatch) -> None:
-    """The manifest is the real one the downloader keeps; QMessageBox.question stands in for
-    the person answering the confirmation."""
+    """The manifest is the real one the downloader keeps; ``widgets.ask`` (the plain-text
+    question box) stands in for the person answering the confirmation."""
     from desktop.hub.client import RepoFile
 
     target = services.paths.models_dir / "someone" / "tiny-GGUF" / "tiny-Q4_1.gguf"
@@ -270,7 +271,7 @@ def test_a_downloaded_file_is_deleted_after_confirming(page, services, qtbot, mo
         asked.append(text)
         return answer[0]
 
-    monkeypatch.setattr(QMessageBox, "question", question)
+    monkeypatch.setattr(widgets, "ask", question)
     page.model_actions.delete_button.click()  # Cancel: nothing happens
     assert target.exists() and page.row_of(target) >= 0
     assert "tiny-Q4_1.gguf" in asked[0] and format_bytes(size) in asked[0]
