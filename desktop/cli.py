@@ -165,8 +165,11 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("conversation", help="conversation id, or (part of) its title")
     export.add_argument("--format", choices=["md", "json"], default="md")
     export.add_argument("-o", "--output", help="file to write (default: standard output)")
-    imp = sub.add_parser("import", help="add a conversation from a JSON export")
-    imp.add_argument("file", help="a file written by `simi export --format json` ('-': stdin)")
+    imp = sub.add_parser("import", help="add conversations from a JSON export (all or nothing)")
+    imp.add_argument(
+        "file",
+        help="a file written by `simi export --format json`, or a JSON list of them ('-': stdin)",
+    )
 
     cli_models.add_parser(sub)
     cli_mcp.add_parser(sub)
@@ -438,7 +441,7 @@ def _export(services: Any, args: argparse.Namespace) -> int:
 def _import(services: Any, args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from desktop.chat.export import from_json
+    from desktop.chat.export import import_conversations
 
     try:
         raw = sys.stdin.read() if args.file == "-" else Path(args.file).read_text("utf-8")
@@ -447,9 +450,11 @@ def _import(services: Any, args: argparse.Namespace) -> int:
         raise UserError(f"Cannot read {args.file}: {exc.strerror or exc}.") from exc
     except ValueError as exc:
         raise UserError(f"{args.file} is not JSON ({exc}).") from exc
-    conv_id = from_json(data, services.conversations, services.stats, services.agents)
-    conv = services.conversations.get(conv_id)
-    print(f"Imported “{conv.title}” as conversation {conv_id}.")
+    # all or nothing: a file of several conversations with one broken imports none
+    conv_ids = import_conversations(data, services.conversations, services.stats, services.agents)
+    for conv_id in conv_ids:
+        conv = services.conversations.get(conv_id)
+        print(f"Imported “{conv.title}” as conversation {conv_id}.")
     return EXIT_OK
 
 

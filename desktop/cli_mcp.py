@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
         handler = {"add": _add, "list": _list, "tools": _tools, "remove": _remove}
         return handler[args.mcp_command](config, args)
     finally:
-        db.conn.close()
+        db.close()
 
 
 def _add(config: Any, args: argparse.Namespace) -> int:

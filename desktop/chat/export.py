@@ -8,11 +8,13 @@ host (as the footer shows it) but no ids from this database.
 from __future__ import annotations
 
 import json
+import sqlite3
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from desktop.errors import UserError
 from desktop.store.agents import Agent
-from desktop.store.conversations import ConversationStore, Message
+from desktop.store.conversations import MESSAGE_STATUSES, ConversationStore, Message
 from desktop.store.stats import STATS_COLUMNS, StatsStore
 
 FORMAT = "simi-multi/conversation"
@@ -126,76 +128,201 @@ def from_json(
     stats: StatsStore,
     agents: _Agents | None = None,
 ) -> int:
-    """Import a conversation written by ``to_json``; returns the new conversation's id."""
+    """Import one conversation written by ``to_json``; returns the new conversation's id.
+    All or nothing (``import_conversations``)."""
+    return _import([data], conversations, stats, agents, several=False)[0]
+
+
+def import_conversations(
+    data: Any,
+    conversations: ConversationStore,
+    stats: StatsStore,
+    agents: _Agents | None = None,
+) -> list[int]:
+    """Import a file's JSON: one conversation written by ``to_json``, or a list of them; returns
+    the new conversations' ids in the file's order.
+
+    One transaction around the whole file, on the calling thread's connection (the stats
+    store must share the conversation store's ``Database``): a file with one broken
+    conversation, or a write that fails (a full disk), leaves nothing in the database, and the
+    ``ExportError`` says which conversation and why. Every conversation is checked and put in
+    order before the first write, and the cost is linear in messages (one INSERT per message and
+    stats row; a message listed before its parent waits for it, no pass over the rest).
+    """
+    if isinstance(data, list):
+        if not data:
+            raise ExportError("This file holds no conversation.")
+        return _import(data, conversations, stats, agents, several=True)
+    return _import([data], conversations, stats, agents, several=False)
+
+
+@dataclass(frozen=True, slots=True)
+class _Planned:
+    """One conversation, checked: its messages with every parent before its children."""
+
+    info: dict[str, Any]
+    rows: list[dict[str, Any]]
+    active_children: list[tuple[Any, Any]]  # (message key, its active child's key)
+    active_path: list[Any]
+
+
+def _import(
+    exports: list[Any],
+    conversations: ConversationStore,
+    stats: StatsStore,
+    agents: _Agents | None,
+    *,
+    several: bool,
+) -> list[int]:
+    def which(n: int) -> str:
+        return f"Conversation {n} of {len(exports)} in the file" if several else "The conversation"
+
+    plans = []
+    for n, data in enumerate(exports, 1):
+        try:
+            plans.append(_plan(data))
+        except ExportError as exc:
+            if not several:
+                raise
+            raise ExportError(f"{which(n)}: {exc.user_message} Nothing was imported.") from exc
+    known = {a.name.casefold(): a.id for a in agents.list()} if agents else {}
+    ids: list[int] = []
+    try:
+        with conversations.transaction():
+            for plan in plans:
+                ids.append(_store(plan, conversations, stats, known))
+    except sqlite3.Error as exc:  # a full disk, a locked or damaged file: all rolled back
+        raise ExportError(
+            f"{which(len(ids) + 1)} could not be stored ({exc}). Nothing was imported."
+        ) from exc
+    return ids
+
+
+def _key(value: Any, what: str) -> Any:
+    if value is None or (isinstance(value, (int, str)) and not isinstance(value, bool)):
+        return value
+    raise ExportError(f"The export has a message whose {what} is {value!r}, not an id.")
+
+
+def _plan(data: Any) -> _Planned:
+    """Check one export and order its messages (parents first, the file's order otherwise),
+    in one pass: a message whose parent comes later waits for it."""
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ExportError("This file is not a SIMI Multi conversation export.")
-    if int(data.get("version", 0)) > FORMAT_VERSION:
+    try:
+        version = int(data.get("version", 0))
+    except (TypeError, ValueError):
+        raise ExportError("The export's version is not a number.") from None
+    if version > FORMAT_VERSION:
         raise ExportError(
             "This conversation was exported by a newer SIMI Multi; update to import it."
         )
     info = data.get("conversation") or {}
     rows = data.get("messages")
-    if not isinstance(rows, list):
+    if not isinstance(info, dict) or not isinstance(rows, list):
         raise ExportError("The export has no message list.")
-    known = {a.name.casefold(): a.id for a in agents.list()} if agents else {}
+    ordered: list[dict[str, Any]] = []
+    placed: set[Any] = set()
+    waiting: dict[Any, list[dict[str, Any]]] = {}
+    active_children = []
+    for number, row in enumerate(rows, 1):
+        if not isinstance(row, dict):
+            raise ExportError(f"Message {number} of the export is not a message.")
+        key, parent = _key(row.get("id"), "id"), _key(row.get("parent_id"), "parent")
+        status = str(row.get("status") or "complete")
+        if status not in MESSAGE_STATUSES:
+            raise ExportError(f"Message {number} of the export has an unknown status {status!r}.")
+        child = _key(row.get("active_child"), "active child")
+        if key is not None and child is not None:
+            active_children.append((key, child))
+        if parent is not None and parent not in placed:
+            waiting.setdefault(parent, []).append(row)
+            continue
+        stack = [row]
+        while stack:  # this message, then those that waited for it (file order)
+            ready = stack.pop()
+            ordered.append(ready)
+            ready_key = ready.get("id")
+            if ready_key is not None:
+                if ready_key in placed:
+                    raise ExportError(f"The export has two messages with the id {ready_key!r}.")
+                placed.add(ready_key)
+                stack.extend(reversed(waiting.pop(ready_key, [])))
+    if waiting:
+        raise ExportError("The export's messages refer to parents that are not in it.")
+    path = data.get("active_path") or []
+    if not isinstance(path, list):
+        raise ExportError("The export's active path is not a list.")
+    return _Planned(info, ordered, active_children, path)
+
+
+def _store(
+    plan: _Planned,
+    conversations: ConversationStore,
+    stats: StatsStore,
+    known: dict[str, int | None],
+) -> int:
+    """Write one checked conversation (inside the caller's transaction): one INSERT per
+    message and per stats row, then the branches on show in one go."""
+    info = plan.info
     conv = conversations.create(None, str(info.get("title") or "Imported conversation"))
     if info.get("pinned"):
         conversations.set_pinned(conv.id, True)
     new_ids: dict[Any, int] = {}
-    pending = [r for r in rows if isinstance(r, dict)]
-    while pending:
-        progressed = False
-        for row in list(pending):
-            parent = row.get("parent_id")
-            if parent is not None and parent not in new_ids:
-                continue
-            status = str(row.get("status") or "complete")
-            if status == "streaming":  # it was cut off when exported
-                status = "interrupted"
-            agent_name = row.get("agent_name")
-            msg = conversations.add_message(
-                conv.id,
-                str(row.get("role") or "user"),
-                str(row.get("content") or ""),
-                status=status if status != "error" else "complete",
-                agent_id=known.get(str(agent_name).casefold()) if agent_name else None,
-                agent_name=agent_name,
-                model=row.get("model"),
-                parent_id=new_ids[parent] if parent is not None else None,
-                reasoning=str(row.get("reasoning") or ""),
-            )
-            if status == "error":
-                conversations.finish_message(
-                    msg.id,
-                    content=msg.content,
-                    status="error",
-                    error_text=row.get("error_text"),
-                    error_kind=row.get("error_kind"),
-                )
-            new_ids[row.get("id")] = msg.id
-            record = row.get("stats")
-            if isinstance(record, dict):
-                clean = {k: v for k, v in record.items() if k in STATS_COLUMNS}
-                clean.setdefault("agent_name", agent_name or "unknown")
-                clean.setdefault("provider_kind", "unknown")
-                clean.setdefault("started_at", row.get("created_at") or "")
-                clean.update(message_id=msg.id, conversation_id=conv.id, agent_id=msg.agent_id)
-                stats.record(clean)
-            pending.remove(row)
-            progressed = True
-        if not progressed:
-            raise ExportError("The export's messages refer to parents that are not in it.")
-    # the branch each message had on show, then the active path itself
-    for row in rows:
-        child = row.get("active_child") if isinstance(row, dict) else None
-        if child in new_ids and row.get("id") in new_ids:
-            conversations.point_at(conv.id, new_ids[row["id"]], new_ids[child])
-    path = [new_ids[i] for i in data.get("active_path") or [] if i in new_ids]
+    parent_of: dict[int, int | None] = {}
+    # as if each message had been added in turn: the last one at each place is on show ...
+    active: dict[int | None, int] = {}
+    for row in plan.rows:
+        parent = row.get("parent_id")
+        status = str(row.get("status") or "complete")
+        if status == "streaming":  # it was cut off when exported
+            status = "interrupted"
+        agent_name = row.get("agent_name")
+        agent_id = known.get(str(agent_name).casefold()) if agent_name else None
+        new_parent = new_ids[parent] if parent is not None else None
+        msg_id = conversations.insert_message(
+            conv.id,
+            str(row.get("role") or "user"),
+            str(row.get("content") or ""),
+            status=status,
+            error_text=row.get("error_text") if status == "error" else None,
+            error_kind=row.get("error_kind") if status == "error" else None,
+            agent_id=agent_id,
+            agent_name=agent_name,
+            model=row.get("model"),
+            parent_id=new_parent,
+            reasoning=str(row.get("reasoning") or ""),
+        )
+        parent_of[msg_id] = new_parent
+        active[new_parent] = msg_id
+        if row.get("id") is not None:
+            new_ids[row["id"]] = msg_id
+        record = row.get("stats")
+        if isinstance(record, dict):
+            clean = {k: v for k, v in record.items() if k in STATS_COLUMNS}
+            clean.setdefault("agent_name", agent_name or "unknown")
+            clean.setdefault("provider_kind", "unknown")
+            clean.setdefault("started_at", row.get("created_at") or "")
+            clean.update(message_id=msg_id, conversation_id=conv.id, agent_id=agent_id)
+            stats.record(clean)
+    # ... then the branch each message had on show, then the active path itself
+    for key, child in plan.active_children:
+        if child in new_ids:
+            active[new_ids[key]] = new_ids[child]
+    path = [new_ids[i] for i in plan.active_path if _hashable(i) and i in new_ids]
     if path:
-        conversations.activate(path[-1])
-    elif info.get("active_root") in new_ids:
-        conversations.point_at(conv.id, None, new_ids[info["active_root"]])
+        shown: int | None = path[-1]
+        while shown is not None:
+            active[parent_of[shown]] = shown
+            shown = parent_of[shown]
+    elif _hashable(info.get("active_root")) and info.get("active_root") in new_ids:
+        active[None] = new_ids[info["active_root"]]
+    conversations.point_all(conv.id, active)
     return conv.id
+
+
+def _hashable(value: Any) -> bool:
+    return value is None or isinstance(value, (int, str, float))
 
 
 def dumps(data: dict[str, Any]) -> str:

@@ -3,14 +3,23 @@
 A database that a newer SIMI Multi wrote is refused and left untouched; a damaged file is
 reported by name and never silently recreated; each schema step runs in its own transaction,
 so a failing one leaves the database as the step before left it.
+
+One connection is never used by two threads: ``Database.conn`` is the calling thread's own
+connection, opened on its first use there with the same pragmas (WAL, foreign keys,
+busy_timeout), and sqlite3's ``check_same_thread`` makes touching it from any other thread raise
+``sqlite3.ProgrammingError``. So a store call on a ``run_blocking`` worker is its own
+transaction beside the GUI thread's: rolling it back never rolls back the GUI's writes, and
+their savepoints never interleave. ``Database.close()`` closes them all.
 """
 
 from __future__ import annotations
 
+import gc
 import itertools
 import logging
 import os
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -35,16 +44,126 @@ _savepoints = itertools.count()
 
 @contextmanager
 def savepoint(db: sqlite_utils.Database) -> Iterator[None]:
-    """All or nothing (a SAVEPOINT: the connection runs in autocommit mode, and nests)."""
+    """All or nothing, on this thread's connection (autocommit mode otherwise); nests.
+
+    The outermost one is ``BEGIN IMMEDIATE``: it waits (busy_timeout) for another connection's
+    write to end and then holds the write lock, so a read inside it is never followed by a
+    write that fails at once because another thread's connection committed meanwhile (a
+    deferred transaction gets SQLITE_BUSY there, with no wait). Inner ones are SAVEPOINTs.
+    An error that already ended the transaction (SQLite rolls back by itself for some) is
+    raised as it is.
+    """
+    conn = db.conn
+    if not conn.in_transaction:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        try:
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return
     name = f"sp{next(_savepoints)}"
-    db.execute(f"SAVEPOINT {name}")
+    conn.execute(f"SAVEPOINT {name}")
     try:
         yield
     except BaseException:
-        db.execute(f"ROLLBACK TO {name}")
-        db.execute(f"RELEASE {name}")
+        if conn.in_transaction:
+            conn.execute(f"ROLLBACK TO {name}")
+            conn.execute(f"RELEASE {name}")
         raise
-    db.execute(f"RELEASE {name}")
+    conn.execute(f"RELEASE {name}")
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """One connection to ``path`` for the calling thread only (``check_same_thread``), in
+    autocommit mode; ``_prepare`` gives it the pragmas."""
+    return sqlite3.connect(path, check_same_thread=True, isolation_level=None)
+
+
+def _prepare(conn: sqlite3.Connection) -> None:
+    """The pragmas every connection of the app has."""
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA busy_timeout=5000")
+    conn.execute("PRAGMA recursive_triggers=ON")  # as sqlite_utils.Database sets it
+
+
+class Database(sqlite_utils.Database):
+    """A ``sqlite_utils.Database`` whose ``conn`` is the calling thread's own connection.
+
+    The thread that opens it gets the connection it was made with; any other thread gets one
+    of its own on first use (same file, same pragmas), so each thread's transactions and
+    savepoints are its own. Each connection raises ``sqlite3.ProgrammingError`` when another
+    thread touches it (a cursor too): nothing of one thread's connection can leak into another.
+    ``close()`` closes them all (the calling thread's with ``close()``; another thread's, which
+    sqlite3 refuses to close from here, by freeing it), and from then on ``conn`` raises in
+    every thread.
+    """
+
+    def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
+        self._path = path
+        self._lock = threading.Lock()
+        # thread ident -> (the thread, its connection); a dead thread's is dropped
+        self._conns: dict[int, tuple[threading.Thread, sqlite3.Connection]] = {}
+        self._closed = False
+        super().__init__(conn)  # sets ``conn``: the opening thread's
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        held = self._conns.get(threading.get_ident())
+        if held is not None and held[0] is threading.current_thread():
+            return held[1]
+        return self._open_here()  # first use here (or a new thread with an old one's id)
+
+    @conn.setter
+    def conn(self, value: sqlite3.Connection) -> None:
+        with self._lock:
+            self._conns[threading.get_ident()] = (threading.current_thread(), value)
+
+    def _open_here(self) -> sqlite3.Connection:
+        if self._closed:
+            raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+        conn = _connect(self._path)
+        try:
+            _prepare(conn)
+        except BaseException:
+            conn.close()
+            raise
+        with self._lock:
+            if self._closed:
+                conn.close()
+                raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+            # a thread that ended freed nothing: its connection goes now (freed, so closed)
+            for ident in [i for i, (t, _c) in self._conns.items() if not t.is_alive()]:
+                del self._conns[ident]
+            self._conns[threading.get_ident()] = (threading.current_thread(), conn)
+        return conn
+
+    def connections(self) -> int:
+        """How many threads hold a connection now (for tests and logs)."""
+        with self._lock:
+            return len(self._conns)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            held, self._conns = self._conns, {}
+        mine = held.pop(threading.get_ident(), None)
+        if held:
+            # sqlite3 refuses to close another thread's connection but closes one when it is
+            # freed, and a connection is in a cycle with its statement cache: collect it
+            held.clear()
+            gc.collect()
+        if mine is not None:
+            mine[1].close()
 
 
 def _corrupt(path: Path, exc: BaseException) -> StoreUnavailable:
@@ -156,8 +275,9 @@ def migrate(db: sqlite_utils.Database, migrations: list[Migration] | None = None
     return applied_now
 
 
-def open_database(path: Path, migrations: list[Migration] | None = None) -> sqlite_utils.Database:
-    """Open (creating if absent) and migrate the database at ``path``.
+def open_database(path: Path, migrations: list[Migration] | None = None) -> Database:
+    """Open (creating if absent) and migrate the database at ``path``; the calling thread's
+    connection is open, every other thread opens its own on first use (``Database``).
 
     Raises ``StoreUnavailable`` for a damaged file, a newer schema, or an unwritable folder.
     """
@@ -172,7 +292,7 @@ def open_database(path: Path, migrations: list[Migration] | None = None) -> sqli
         if path.stat().st_size > 0:
             _inspect_read_only(path, steps)
     try:
-        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        conn = _connect(path)
     except sqlite3.Error as exc:
         raise StoreUnavailable(
             f"SIMI Multi cannot open its database {path} ({exc}). Check that the folder is "
@@ -180,11 +300,8 @@ def open_database(path: Path, migrations: list[Migration] | None = None) -> sqli
             path=str(path),
         ) from exc
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA foreign_keys=ON")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA busy_timeout=5000")
-        db = sqlite_utils.Database(conn)
+        _prepare(conn)
+        db = Database(path, conn)
         migrate(db, steps)
     except MigrationFailed as failed:
         conn.close()

@@ -36,8 +36,10 @@ def loop_running() -> bool:
 async def run_blocking(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """Run ``fn(*args, **kwargs)`` on a worker thread and await its result on the loop.
 
-    What ``fn`` touches must be safe to use from another thread (the keyring, the SQLite
-    connection opened with ``check_same_thread=False``); never a widget.
+    What ``fn`` touches must be safe to use from another thread (the keyring; the stores,
+    whose ``Database`` gives the worker thread its own SQLite connection, so its transaction
+    is never the GUI thread's); never a widget. Hand back values, never a connection or a
+    cursor: one touched from another thread raises ``sqlite3.ProgrammingError``.
     """
     return await asyncio.to_thread(functools.partial(fn, *args, **kwargs))
 

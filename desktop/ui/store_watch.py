@@ -2,8 +2,10 @@
 appears in an open window within a second, without a restart.
 
 ``StoreWatch`` asks SQLite every 500 ms whether another connection committed
-(``desktop.store.watch.ChangeWatch``: one pragma on the window's own connection; the window's
-own writes never count, so they cause no refresh). When one did, the agents (sidebar, each
+(``desktop.store.watch.ChangeWatch``: one pragma on the GUI thread's connection; what the window
+writes on the GUI thread never counts, so it causes no refresh; what it writes on a worker
+thread, on that thread's own connection (``run_blocking``: an import, Settings → Tools) counts
+like another door's and costs one re-read). When one did, the agents (sidebar, each
 pane's agent, "Switch agent") and the conversation list are read again, keeping what the person
 had: the highlighted agent, the conversation shown, both lists' scroll positions. A streaming
 reply goes on untouched; while a dialog is open (an agent editor, a rename) the refresh waits

@@ -1,6 +1,7 @@
-"""Export a conversation to Markdown or JSON, import one from JSON: the dialogs here; building
-the export, writing it and reading an import run on a worker thread (a big conversation or a
-slow disk never stalls the window)."""
+"""Export a conversation to Markdown or JSON, import from JSON: the dialogs here; building the
+export, writing it, and reading and storing an import run on a worker thread (a big
+conversation or a slow disk never stalls the window; the worker has its own connection, so the
+import's one transaction never takes in a streaming reply's writes)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from desktop.chat.export import ExportError, dumps, from_json, to_json, to_markdown
+from desktop.chat.export import ExportError, dumps, import_conversations, to_json, to_markdown
 from desktop.chat.services import Services
 from desktop.settings.places import (
     clean_file_name,
@@ -74,6 +75,12 @@ def export_conversation(
     return start(write(), name="export")
 
 
+def _import_file(services: Services, path: str) -> list[int]:
+    """Read and store an import (on a worker thread: its own connection, one transaction)."""
+    data = _read_json(path)
+    return import_conversations(data, services.conversations, services.stats, services.agents)
+
+
 def import_conversation(
     services: Services,
     *,
@@ -83,7 +90,8 @@ def import_conversation(
 ) -> asyncio.Task[None] | None:
     """File → Import: ``ask_open_path(title, filters, folder)`` asks which file, starting in
     the folder used last (else Documents), which is then remembered; ``opened`` shows the
-    imported conversation."""
+    imported conversation (the first, for a file of several). Reading and storing run on a
+    worker thread, all or nothing: a file that fails part-way leaves no conversation."""
     folder = str(start_folder(services.prefs))
     path = ask_open_path("Import conversation", "SIMI Multi JSON (*.json)", folder)
     if not path:
@@ -92,14 +100,18 @@ def import_conversation(
 
     async def read() -> None:
         try:
-            data = await run_blocking(_read_json, path)
-            # stored on the loop's thread: the connection is shared with streaming replies
-            conv_id = from_json(data, services.conversations, services.stats, services.agents)
-        except (OSError, ValueError) as exc:
-            message = str(exc) if isinstance(exc, ExportError) else f"{path}: {exc}"
-            say(f"Could not import: {message}")
+            conv_ids = await run_blocking(_import_file, services, path)
+        except ExportError as exc:
+            say(f"Could not import: {exc.user_message}")
             return
-        opened(conv_id)
-        say(f"Imported {Path(path).name}")
+        except (OSError, ValueError) as exc:
+            say(f"Could not import: {path}: {exc}")
+            return
+        opened(conv_ids[0])
+        name = Path(path).name
+        if len(conv_ids) == 1:
+            say(f"Imported {name}")
+        else:
+            say(f"Imported {len(conv_ids)} conversations from {name}")
 
     return start(read(), name="import")

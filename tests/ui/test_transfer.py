@@ -3,12 +3,15 @@ on a worker thread so a slow disk never stalls the window."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from desktop.store.agents import Agent
+from tests.helpers.exports import exported
 
 
 def _window_on_conversation(services: Any, make_window: Any) -> tuple[Any, int]:
@@ -94,3 +97,78 @@ def test_import_opens_the_conversation_and_garbage_gets_a_clear_error(
     qtbot.waitUntil(window.import_conversation().done, timeout=10_000)
     assert window.status_label.text().startswith("Could not import:")
     assert window.conversation_id == shown
+
+
+def _message_count(services: Any) -> int:
+    return int(services.db.execute("SELECT count(*) FROM messages").fetchone()[0])
+
+
+def test_importing_2000_messages_runs_on_a_worker_while_the_window_keeps_ticking(
+    qtbot: Any, services: Any, make_window: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    from PySide6.QtCore import QTimer
+
+    from desktop.ui import transfer
+
+    window = make_window(services)
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps(exported("Long talk", 2000)), encoding="utf-8")
+    stored_on: list[bool] = []
+    stored_at: list[float] = []
+    real_import = transfer.import_conversations
+
+    def import_conversations(*args: Any, **kwargs: Any) -> list[int]:
+        stored_on.append(threading.current_thread() is threading.main_thread())
+        try:
+            return real_import(*args, **kwargs)
+        finally:
+            stored_at.append(time.perf_counter())
+
+    monkeypatch.setattr(transfer, "import_conversations", import_conversations)
+    ticks: list[float] = []
+    timer = QTimer()
+    timer.setInterval(10)
+    timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
+    timer.start()
+    window.ask_open_path = lambda *_args: str(big)
+    qtbot.waitUntil(lambda: len(ticks) >= 3, timeout=5_000)  # the window has settled
+    clicked = time.perf_counter()
+    task = window.import_conversation()
+    qtbot.waitUntil(task.done, timeout=30_000)
+    timer.stop()
+    assert stored_on == [False]  # parsed and stored on a worker thread
+    assert window.status_label.text() == "Imported big.json"
+    assert len(services.conversations.messages(window.conversation_id)) == 2000
+    # from the click until the import was stored (showing 2,000 messages is the pane's cost)
+    while_storing = [clicked, *(t for t in ticks if clicked < t < stored_at[0]), stored_at[0]]
+    largest_gap = max(b - a for a, b in itertools.pairwise(while_storing))
+    assert largest_gap < 0.1, f"the GUI loop stalled {largest_gap * 1000:.0f} ms"
+
+
+def test_a_file_whose_third_of_five_conversations_is_broken_imports_nothing_and_says_why(
+    qtbot: Any, services: Any, make_window: Any, tmp_path: Path
+) -> None:
+    window, conv_id = _window_on_conversation(services, make_window)
+    file = [exported(f"Chat {n}", 4) for n in range(1, 6)]
+    file[2]["messages"][2]["parent_id"] = 99
+    broken = tmp_path / "five.json"
+    broken.write_text(json.dumps(file), encoding="utf-8")
+    conversations, messages = len(services.conversations.list()), _message_count(services)
+    window.ask_open_path = lambda *_args: str(broken)
+    qtbot.waitUntil(window.import_conversation().done, timeout=10_000)
+    assert window.status_label.text() == (
+        "Could not import: Conversation 3 of 5 in the file: The export's messages refer to "
+        "parents that are not in it. Nothing was imported."
+    )
+    assert len(services.conversations.list()) == conversations
+    assert _message_count(services) == messages
+    assert window.conversation_id == conv_id
+
+    del file[2]
+    good = tmp_path / "four.json"
+    good.write_text(json.dumps(file), encoding="utf-8")
+    window.ask_open_path = lambda *_args: str(good)
+    qtbot.waitUntil(window.import_conversation().done, timeout=10_000)
+    assert window.status_label.text() == "Imported 4 conversations from four.json"
+    assert services.conversations.get(window.conversation_id).title == "Chat 1"
+    assert len(services.conversations.list()) == conversations + 4
