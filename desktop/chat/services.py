@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import logging.handlers
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sqlite_utils
 
@@ -29,6 +29,7 @@ from desktop.store.agents import Agent, AgentStore
 from desktop.store.compare import CompareStore
 from desktop.store.conversations import ConversationStore
 from desktop.store.db import open_database
+from desktop.store.owners import Heartbeat, Owner, OwnerStore
 from desktop.store.search import SearchStore
 from desktop.store.stats import StatsStore
 from desktop.store.tool_steps import ToolStepStore
@@ -99,6 +100,11 @@ class Services:
     # MCP tools (issue 18): servers and grants (``tools.tools``), their running connections
     # (``tools.manager``: started on first use, stopped by ``aclose``) and every tool step
     tools: ToolRunner
+    # this process's owner row (store/owners.py): stamped on what it streams, runs and trashes,
+    # so another process's start-up recovery leaves that alone; its row goes at ``close``
+    owners: OwnerStore | None = None
+    owner: Owner | None = None
+    heartbeat: Heartbeat | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, paths: AppPaths, secrets: SecretStore | None = None) -> Services:
@@ -106,12 +112,15 @@ class Services:
         paths.ensure()
         setup_logging(paths)
         db = open_database(paths.db_path)
+        owners = OwnerStore(db)
+        owner = owners.register()
+        heartbeat = Heartbeat(paths.db_path, owner).start() if Heartbeat.needed(owner) else None
         secrets = secrets or SecretStore()
         prefs = Preferences(paths.settings_path)
         agents = AgentService(
             AgentStore(db), secrets, local_defaults=lambda a: new_local_fields(prefs, a)
         )
-        conversations = ConversationStore(db)
+        conversations = ConversationStore(db, owner_id=owner.id)
         stats = StatsStore(db)
         local = LocalRuntime(idle_unload_s=idle_unload_seconds(prefs))
         local.set_cache_folder(paths.prompt_states_dir)
@@ -121,7 +130,9 @@ class Services:
         prices = PriceBook.in_folder(paths.data_dir)
         tool_store = ToolStore(db)
         tools = ToolRunner(
-            McpManager(McpConfig(tool_store, secrets)), tool_store, ToolStepStore(db)
+            McpManager(McpConfig(tool_store, secrets)),
+            tool_store,
+            ToolStepStore(db, owner_id=owner.id),
         )
         chat = ChatService(conversations, stats, factory, agents=agents, prices=prices, tools=tools)
 
@@ -131,17 +142,21 @@ class Services:
                 tool_store.set_agent_tools(copy.id, tool_store.agent_tools(src.id))
 
         agents.on_cloned.append(copy_tools)
-        if tools.steps.mark_interrupted():
+        compare = CompareStore(db, owner_id=owner.id)
+        # What a crash cut off, of processes that are gone only: a window open beside this
+        # process (or a `simi` command beside the window) keeps its live work.
+        dead = owners.dead_ids()
+        if tools.steps.mark_interrupted(dead):
             log.info("tool calls cut off by a crash are marked cancelled")
-        stale = conversations.mark_stale_streaming()
+        stale = conversations.mark_stale_streaming(dead)
         if stale:
             log.info("marked %d replies cut off by a crash as interrupted", stale)
-        compare = CompareStore(db)
-        cut_runs = compare.mark_interrupted_runs()
+        cut_runs = compare.mark_interrupted_runs(dead)
         if cut_runs:
             log.info("marked %d prompt-set runs cut off by a crash as interrupted", cut_runs)
-        # Conversations deleted in an earlier run whose undo was not used are gone for good.
-        conversations.purge_trash()
+        # Conversations a process that is gone deleted, whose undo was not used, are gone for good.
+        conversations.purge_trash(dead)
+        owners.forget(dead)
         agents.ensure_starter()
         return cls(
             paths,
@@ -157,6 +172,9 @@ class Services:
             compare,
             HubService(paths, secrets),
             tools,
+            owners,
+            owner,
+            heartbeat,
         )
 
     async def aclose(self) -> None:
@@ -166,4 +184,11 @@ class Services:
 
     def close(self) -> None:
         self.local.close()
-        self.db.conn.close()
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
+        if self.owners is not None and self.owner is not None:
+            try:
+                self.owners.end(self.owner.id)
+            except Exception:  # the file went away or is unwritable: the next start knows
+                log.exception("could not remove this process's owner row")
+        self.db.close()  # every thread's connection

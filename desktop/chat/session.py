@@ -332,22 +332,34 @@ class ChatService:
                 rounds += 1
                 collect()
                 over = request.tool_choice == "none"
-                steps = await self.tools.run_calls(
-                    agent,
-                    box,
-                    calls,
-                    message_id=turn.assistant_message_id,
-                    call_index=len(turn.calls) + 1,
-                    first_position=len(turn.steps),
-                    text_offset=len(turn.text),
-                    approve=approve,
-                    emit=emit,
-                    over_limit=over,
-                )
-                round_text = turn.text[turn.steps[-1].text_offset if turn.steps else 0 :]
-                turn.steps.extend(steps)
-                if warming is not None:  # the call is priced like the last one
-                    await asyncio.wait([warming])
+                call_index = len(turn.calls) + 1
+                steps: list[ToolStep] | None = None
+                try:
+                    steps = await self.tools.run_calls(
+                        agent,
+                        box,
+                        calls,
+                        message_id=turn.assistant_message_id,
+                        call_index=call_index,
+                        first_position=len(turn.steps),
+                        text_offset=len(turn.text),
+                        approve=approve,
+                        emit=emit,
+                        over_limit=over,
+                    )
+                    round_text = turn.text[turn.steps[-1].text_offset if turn.steps else 0 :]
+                    turn.steps.extend(steps)
+                    if warming is not None:  # the call is priced like the last one
+                        await asyncio.wait([warming])
+                except asyncio.CancelledError:
+                    # Stop while a tool waited for approval or ran: the model call that asked
+                    # for it still finished with its tool calls (those stored so far)
+                    if steps is None:
+                        steps = self._steps_of_call(turn, call_index)
+                        turn.steps.extend(steps)
+                    self._record_call(turn, clock, "tool_calls", steps)
+                    recorded = True
+                    raise
                 self._record_call(turn, clock, "tool_calls", steps)
                 recorded = True
                 if over:  # it still asked for tools: refused, and the turn ends here
@@ -461,6 +473,17 @@ class ChatService:
         if record:
             self._record_call(turn, clock, finish_reason, (), error)
         self.conversations.touch(turn.conversation_id)
+
+    def _steps_of_call(self, turn: Turn, call_index: int) -> list[ToolStep]:
+        """The tool steps stored for one model call of the turn (Stop cut its calls short)."""
+        if self.tools is None:
+            return []
+        try:
+            stored = self.tools.steps.for_message(turn.assistant_message_id)
+        except Exception:
+            log.exception("could not read the turn's tool steps")
+            return []
+        return [s for s in stored if s.call_index == call_index]
 
     def _record_call(
         self,

@@ -11,11 +11,14 @@ Contract (``ChatService.run`` drives it; the window, the CLI and the tests build
   call covered by an "always" grant runs at once; any other asks ``approve(ApprovalRequest)``
   → ``"once" | "always" | "deny" | "auto"`` (no approver: refused, and the model is told
   nobody could approve it). A denied call goes back to the model as denied. Tool errors,
-  timeouts and servers that fail come back as errors (``is_error``) and the turn goes on.
+  timeouts and servers that fail come back as errors (``is_error``) and the turn goes on;
+  their text has every known secret (``settings.secrets.redact``) blanked out before it is
+  stored or sent.
 - ``on_event`` hears ``StepChanged(step)`` each time a step changes (asked, waiting, running,
   its result) and ``CallStarted(call_index)`` when the next model call of the turn begins.
 - Cancelling (Stop) while a call waits for approval or runs marks it cancelled (stored) and
-  propagates.
+  propagates; ``ChatService.run`` then records the model call that asked for it as finished
+  with ``"tool_calls"`` (and the steps stored), not as cancelled.
 - ``MAX_TOOL_ROUNDS`` (8) rounds of tool calls per turn; then the model is asked to answer
   with ``tool_choice="none"`` and ``ANSWER_NOW``; calls it still asks for are refused.
 """
@@ -32,6 +35,7 @@ from typing import Any, Literal
 from desktop.errors import UserError
 from desktop.llm.events import ToolCall
 from desktop.llm.provider import ChatMessage, ToolSpec
+from desktop.settings.secrets import redact
 from desktop.store.agents import Agent
 from desktop.store.tool_steps import ToolStep, ToolStepStore
 from desktop.store.tools import ALL_TOOLS, ToolStore
@@ -275,6 +279,8 @@ class ToolRunner:
         over_limit: bool,
     ) -> ToolStep:
         def ended(status: str, text: str, *, is_error: bool = True, **more: Any) -> ToolStep:
+            if is_error:  # an error may quote a key (a server's env, its stderr): never kept
+                text = redact(text)
             more.setdefault("size", len(text))
             return self._set(step, emit, status=status, result=text, is_error=is_error, **more)
 

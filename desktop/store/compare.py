@@ -21,6 +21,7 @@ from typing import Any
 import sqlite_utils
 
 from desktop.store.db import savepoint, utc_now
+from desktop.store.owners import owner_gone, stamped
 
 OUTCOMES = ("left", "right", "tie", "both_bad")
 RUN_STATUSES = ("running", "paused", "cancelled", "complete", "interrupted")
@@ -138,8 +139,9 @@ class CompareStore:
     """``services.compare``: every method is one short transaction (thread-safe like the other
     stores: callers use it from a worker thread or the GUI thread)."""
 
-    def __init__(self, db: sqlite_utils.Database) -> None:
+    def __init__(self, db: sqlite_utils.Database, *, owner_id: int | None = None) -> None:
         self._db = db
+        self.owner_id = owner_id  # stamped on runs this process runs (store/owners.py)
 
     def _tx(self) -> AbstractContextManager[None]:
         return savepoint(self._db)
@@ -344,9 +346,11 @@ class CompareStore:
         if len({n.casefold() for n in names}) != len(names):
             raise ValueError("each agent once per run")
         now = utc_now()
+        owner = [] if self.owner_id is None else [self.owner_id]
         cur = self._db.execute(
             "INSERT INTO prompt_runs (title, prompts, agent_ids, agent_names, repeat, status, "
-            "created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'running', ?, ?)",
+            f"created_at, updated_at{', owner_id' if owner else ''}) "
+            f"VALUES (?, ?, ?, ?, ?, 'running', ?, ?{', ?' if owner else ''})",
             [
                 title,
                 json.dumps(list(prompts)),
@@ -355,6 +359,7 @@ class CompareStore:
                 repeat,
                 now,
                 now,
+                *owner,
             ],
         )
         made = self.run(int(cur.lastrowid or 0))
@@ -392,9 +397,10 @@ class CompareStore:
     def set_run_status(self, run_id: int, status: str) -> None:
         if status not in RUN_STATUSES:
             raise ValueError(f"unknown run status {status!r}")
+        stamp, params = stamped("owner_id", self.owner_id)
         self._db.execute(
-            "UPDATE prompt_runs SET status = ?, updated_at = ? WHERE id = ?",
-            [status, utc_now(), run_id],
+            f"UPDATE prompt_runs SET status = ?, updated_at = ?{stamp} WHERE id = ?",
+            [status, utc_now(), *params, run_id],
         )
 
     def rename_run(self, run_id: int, title: str) -> None:
@@ -470,11 +476,13 @@ class CompareStore:
         )
         return found
 
-    def mark_interrupted_runs(self) -> int:
-        """Runs left 'running' by a crash become 'interrupted' (called at start-up)."""
+    def mark_interrupted_runs(self, dead_owners: Sequence[int] = ()) -> int:
+        """Runs a crash left 'running' become 'interrupted' (called at start-up): those whose
+        process is gone (``store/owners.py``), never a live one's."""
+        gone, params = owner_gone("owner_id", dead_owners)
         cur = self._db.execute(
             "UPDATE prompt_runs SET status = 'interrupted', updated_at = ? "
-            "WHERE status = 'running'",
-            [utc_now()],
+            f"WHERE status = 'running' AND {gone}",
+            [utc_now(), *params],
         )
         return int(cur.rowcount or 0)

@@ -9,6 +9,7 @@ walk over primary keys however many branches exist (see migrations.m003_branches
 from __future__ import annotations
 
 import builtins
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -16,6 +17,7 @@ from typing import Any, Literal
 import sqlite_utils
 
 from desktop.store.db import savepoint, utc_now
+from desktop.store.owners import owner_gone, stamped
 
 MessageStatus = Literal["streaming", "complete", "cancelled", "interrupted", "error"]
 MESSAGE_STATUSES: tuple[str, ...] = ("streaming", "complete", "cancelled", "interrupted", "error")
@@ -98,11 +100,73 @@ def _check_status(status: str) -> None:
 
 
 class ConversationStore:
-    def __init__(self, db: sqlite_utils.Database) -> None:
+    def __init__(self, db: sqlite_utils.Database, *, owner_id: int | None = None) -> None:
         self._db = db
+        # this process's ``process_owners`` row (store/owners.py): stamped on streaming
+        # replies and on trash, so another process's start-up leaves them alone
+        self.owner_id = owner_id
 
     def _tx(self) -> AbstractContextManager[None]:
         return savepoint(self._db)
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """All or nothing for several calls on this thread's connection (every store built
+        on the same ``Database`` writes into it: an import's stats rows too)."""
+        return savepoint(self._db)
+
+    # an import (chat/export.py): rows first, the branches on show after ------------------------
+    def insert_message(
+        self,
+        conversation_id: int,
+        role: str,
+        content: str,
+        *,
+        status: str = "complete",
+        error_text: str | None = None,
+        error_kind: str | None = None,
+        agent_id: int | None = None,
+        agent_name: str | None = None,
+        model: str | None = None,
+        parent_id: int | None = None,
+        reasoning: str = "",
+    ) -> int:
+        """A finished message's row alone, one INSERT (no branch moves to it, the conversation
+        is not touched): many of them, then ``point_all`` once. Returns its id."""
+        _check_status(status)
+        if status == "streaming":
+            raise ValueError("insert_message stores finished messages; add_message streams")
+        now = utc_now()
+        cur = self._db.execute(
+            "INSERT INTO messages (conversation_id, role, content, status, error_text, "
+            "error_kind, agent_id, agent_name, model, created_at, updated_at, parent_id, "
+            "reasoning) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                conversation_id,
+                role,
+                content,
+                status,
+                error_text,
+                error_kind,
+                agent_id,
+                agent_name,
+                model,
+                now,
+                now,
+                parent_id,
+                reasoning,
+            ],
+        )
+        return int(cur.lastrowid or 0)
+
+    def point_all(self, conversation_id: int, active: dict[int | None, int]) -> None:
+        """``point_at`` for many parents at once: ``active`` maps a message (None: the
+        conversation's start) to the child on show after it."""
+        if None in active:
+            self.point_at(conversation_id, None, active[None])
+        self._db.conn.executemany(
+            "UPDATE messages SET active_child_id = ? WHERE id = ? AND conversation_id = ?",
+            [(child, parent, conversation_id) for parent, child in active.items() if parent],
+        )
 
     # conversations ---------------------------------------------------------------------------
     def create(self, agent_id: int | None, title: str = "") -> Conversation:
@@ -177,8 +241,10 @@ class ConversationStore:
 
     def trash(self, conversation_id: int) -> None:
         """Hide the conversation; ``restore`` undoes it, ``purge_trash`` makes it final."""
+        stamp, params = stamped("trashed_by", self.owner_id)
         self._db.execute(
-            "UPDATE conversations SET deleted_at = ? WHERE id = ?", [utc_now(), conversation_id]
+            f"UPDATE conversations SET deleted_at = ?{stamp} WHERE id = ?",
+            [utc_now(), *params, conversation_id],
         )
 
     def restore(self, conversation_id: int) -> None:
@@ -186,8 +252,13 @@ class ConversationStore:
             "UPDATE conversations SET deleted_at = NULL WHERE id = ?", [conversation_id]
         )
 
-    def purge_trash(self) -> int:
-        cur = self._db.execute("DELETE FROM conversations WHERE deleted_at IS NOT NULL")
+    def purge_trash(self, dead_owners: Sequence[int] = ()) -> int:
+        """At start-up: delete for good the trash of processes that are gone (their Undo
+        went with them); a live process's trash is still in its Undo window."""
+        gone, params = owner_gone("trashed_by", dead_owners)
+        cur = self._db.execute(
+            f"DELETE FROM conversations WHERE deleted_at IS NOT NULL AND {gone}", params
+        )
         return int(cur.rowcount or 0)
 
     # messages --------------------------------------------------------------------------------
@@ -213,11 +284,13 @@ class ConversationStore:
         _check_status(status)
         parent = self.active_leaf_id(conversation_id) if parent_id == "leaf" else parent_id
         now = utc_now()
+        owner = [] if self.owner_id is None else [self.owner_id]
         with self._tx():
             cur = self._db.execute(
                 "INSERT INTO messages (conversation_id, role, content, status, agent_id, "
-                "agent_name, model, created_at, updated_at, parent_id, reasoning) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"agent_name, model, created_at, updated_at, parent_id, reasoning"
+                f"{', owner_id' if owner else ''}) "
+                f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?{', ?' if owner else ''})",
                 [
                     conversation_id,
                     role,
@@ -230,6 +303,7 @@ class ConversationStore:
                     now,
                     parent,
                     reasoning,
+                    *owner,
                 ],
             )
             message_id = int(cur.lastrowid or 0)
@@ -362,10 +436,11 @@ class ConversationStore:
 
     def set_status(self, message_id: int, status: str) -> None:
         _check_status(status)
+        stamp, params = stamped("owner_id", self.owner_id)
         self._db.execute(
             "UPDATE messages SET status = ?, error_text = NULL, error_kind = NULL, "
-            "updated_at = ? WHERE id = ?",
-            [status, utc_now(), message_id],
+            f"updated_at = ?{stamp} WHERE id = ?",
+            [status, utc_now(), *params, message_id],
         )
 
     def finish_message(
@@ -418,11 +493,13 @@ class ConversationStore:
         row = self._db.execute(sql, params).fetchone()
         return int(row[0]) if row and row[0] is not None else None
 
-    def mark_stale_streaming(self) -> int:
-        """Messages left 'streaming' by a crash become 'interrupted' (text kept). Returns count."""
+    def mark_stale_streaming(self, dead_owners: Sequence[int] = ()) -> int:
+        """Messages a crash left 'streaming' become 'interrupted' (text kept): those whose
+        process is gone (``store/owners.py``), never a live one's. Returns count."""
+        gone, params = owner_gone("owner_id", dead_owners)
         cur = self._db.execute(
             "UPDATE messages SET status = 'interrupted', error_text = COALESCE(error_text, ?), "
-            "updated_at = ? WHERE status = 'streaming'",
-            [INTERRUPTED_TEXT, utc_now()],
+            f"updated_at = ? WHERE status = 'streaming' AND {gone}",
+            [INTERRUPTED_TEXT, utc_now(), *params],
         )
         return int(cur.rowcount or 0)

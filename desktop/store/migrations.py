@@ -17,6 +17,7 @@ from desktop.store.migrations_features import (
     m008_cache_source,
     m009_mcp_servers,
     m010_tool_steps,
+    m011_process_owners,
 )
 
 
@@ -349,4 +350,5 @@ MIGRATIONS: list[Migration] = [
     ("m008_cache_source", m008_cache_source),
     ("m009_mcp_servers", m009_mcp_servers),
     ("m010_tool_steps", m010_tool_steps),
+    ("m011_process_owners", m011_process_owners),
 ]

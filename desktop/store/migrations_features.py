@@ -1,6 +1,7 @@
 """Schema steps of the features after the core (see ``migrations.py`` for the rules): compare
-mode (m007), where cached prompt tokens came from (m008), MCP tool servers (m009). Listed, in
-order, in ``migrations.MIGRATIONS``; never edit or reorder a shipped step."""
+mode (m007), where cached prompt tokens came from (m008), MCP tool servers (m009), tool steps
+(m010), the process that owns each live row (m011). Listed, in order, in
+``migrations.MIGRATIONS``; never edit or reorder a shipped step."""
 
 from __future__ import annotations
 
@@ -213,3 +214,38 @@ def m010_tool_steps(db: sqlite_utils.Database) -> None:
             WHERE tool_calls IS NOT NULL;
         """
     )
+
+
+OWNER_COLUMNS_M011 = (
+    # (table, column): the ``process_owners`` row of the process that wrote what is live
+    ("messages", "owner_id"),  # a reply while it streams
+    ("tool_steps", "owner_id"),  # a tool call while it is asked, waits or runs
+    ("prompt_runs", "owner_id"),  # a prompt-set run while it runs
+    ("conversations", "trashed_by"),  # a deleted conversation while its Undo is offered
+)
+
+
+def m011_process_owners(db: sqlite_utils.Database) -> None:
+    """Issue 25: a second process (``simi stats`` beside the window) must not take the first
+    one's live work for a crash's leftovers. Each app process is a row of ``process_owners``
+    (``store/owners.py``) and stamps the live rows it writes with it; start-up recovery touches
+    only rows whose owner is dead, or that have none (written before m011). No foreign key: an
+    owner's row goes when its process ends, and what it stamped then reads as "owner gone"."""
+    db.executescript(
+        """
+        CREATE TABLE IF NOT EXISTS process_owners (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never handed out twice
+            pid INTEGER NOT NULL,
+            -- Linux: "<boot id>:<start time in clock ticks>" from /proc (a reused pid has
+            -- another); NULL where it cannot be read: the heartbeat tells then
+            start_time TEXT,
+            started_at TEXT NOT NULL,
+            heartbeat_at TEXT NOT NULL
+        );
+        """
+    )
+    for table, column in OWNER_COLUMNS_M011:
+        # a table a (test's) partial step list left out gets none; a store without an owner
+        # never names the column
+        if db[table].exists() and column not in db[table].columns_dict:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} INTEGER")

@@ -9,12 +9,14 @@ was written before the call, the rest after (the view and the next request split
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 import sqlite_utils
 
 from desktop.store.db import utc_now
+from desktop.store.owners import owner_gone, stamped
 
 StepStatus = Literal[
     "asked",  # the model asked for it; nothing decided yet
@@ -93,8 +95,9 @@ def _row_to_step(row: dict[str, Any]) -> ToolStep:
 
 
 class ToolStepStore:
-    def __init__(self, db: sqlite_utils.Database) -> None:
+    def __init__(self, db: sqlite_utils.Database, *, owner_id: int | None = None) -> None:
         self._db = db
+        self.owner_id = owner_id  # stamped on every step this process saves (store/owners.py)
 
     def save(self, step: ToolStep) -> ToolStep:
         """Insert a new step (``id`` None) or update it; returns it with its id."""
@@ -103,16 +106,20 @@ class ToolStepStore:
         values["is_error"] = int(step.is_error)
         values["truncated"] = int(step.truncated)
         if step.id is None:
-            cols = ", ".join([*_COLUMNS, "created_at"])
-            marks = ", ".join("?" for _ in range(len(_COLUMNS) + 1))
+            row = {k: values[k] for k in _COLUMNS}
+            if self.owner_id is not None:
+                row["owner_id"] = self.owner_id
+            row["created_at"] = utc_now()
+            cols, marks = ", ".join(row), ", ".join("?" for _ in row)
             cur = self._db.execute(
-                f"INSERT INTO tool_steps ({cols}) VALUES ({marks})",
-                [*(values[k] for k in _COLUMNS), utc_now()],
+                f"INSERT INTO tool_steps ({cols}) VALUES ({marks})", list(row.values())
             )
             return replace(step, id=int(cur.lastrowid or 0))
+        stamp, params = stamped("owner_id", self.owner_id)
         sets = ", ".join(f"{k} = ?" for k in _COLUMNS)
         self._db.execute(
-            f"UPDATE tool_steps SET {sets} WHERE id = ?", [*(values[k] for k in _COLUMNS), step.id]
+            f"UPDATE tool_steps SET {sets}{stamp} WHERE id = ?",
+            [*(values[k] for k in _COLUMNS), *params, step.id],
         )
         return step
 
@@ -135,10 +142,13 @@ class ToolStepStore:
             out.setdefault(step.message_id, []).append(step)
         return out
 
-    def mark_interrupted(self) -> int:
-        """At start-up: steps a crash left waiting or running are cancelled."""
+    def mark_interrupted(self, dead_owners: Sequence[int] = ()) -> int:
+        """At start-up: steps a crash left waiting or running are cancelled, those whose
+        process is gone (``store/owners.py``), never a live one's."""
+        gone, params = owner_gone("owner_id", dead_owners)
         cur = self._db.execute(
             "UPDATE tool_steps SET status = 'cancelled' "
-            "WHERE status IN ('asked', 'waiting', 'running')"
+            f"WHERE status IN ('asked', 'waiting', 'running') AND {gone}",
+            params,
         )
         return int(cur.rowcount or 0)

@@ -5,7 +5,8 @@ tests of ``desktop/tools``: ``python -m tests.helpers.mcp_server --stdio`` or ``
 
 Tools: ``add(a, b)``, ``echo(text)``, ``fail(message)`` (an error result), ``sleep(seconds)``
 (hangs), ``crash()`` (the process exits mid-call, after a line on stderr), ``big(n)`` (n
-characters), ``env(name)`` (an environment variable's value, or "<unset>"), ``pid()``.
+characters), ``env(name)`` (an environment variable's value, or "<unset>"), ``fail_env(name)``
+(an error result quoting that value, as a tool that leaks its key in an error), ``pid()``.
 """
 
 from __future__ import annotations
@@ -64,6 +65,12 @@ def big(n: int) -> str:
 def env(name: str) -> str:
     """Return an environment variable of the server process."""
     return os.environ.get(name, "<unset>")
+
+
+@server.tool()
+def fail_env(name: str) -> str:
+    """Fail with an error that quotes an environment variable's value."""
+    raise ToolError(f"authentication failed with {name}={os.environ.get(name, '<unset>')}")
 
 
 @server.tool()

@@ -394,7 +394,9 @@ def test_a_run_cut_off_by_a_crash_reopens_as_cut_off_and_resumes_the_missing_cal
     run = store.create_run(["x", "y", "z"], [(remote.id, remote.name)], title="crashed run")
     store.add_call(run.id, 0, (remote.id, remote.name), 0, "complete", reply="done before")
     store.add_call(run.id, 1, (remote.id, remote.name), 0, "cancelled")  # cut mid-reply
-    assert store.mark_interrupted_runs() == 1  # what the next start-up does
+    # the process that ran it is gone (its owner row with it); the next start-up recovers it
+    services.db.execute("UPDATE prompt_runs SET owner_id = -1 WHERE id = ?", [run.id])
+    assert store.mark_interrupted_runs() == 1
     view.reload_saved()
     _wait_idle(qtbot, view)
     index = view.saved_box.findData(run.id)
