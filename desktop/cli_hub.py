@@ -165,13 +165,21 @@ def _size(n: float) -> str:
 
 
 def _pick(models: list[Any], wanted: str) -> Any:
+    """By file path, model name, file name (when one model has it), then name in any case."""
     w = wanted.strip().strip("/")
-    for m in models:
-        if m.name == w or any(f.path == w or Path(f.path).name == w for f in m.files):
-            return m
-    lowered = [m for m in models if m.name.lower() == w.lower()]
-    if len(lowered) == 1:
-        return lowered[0]
+    tries = (
+        lambda m: any(f.path == w for f in m.files),
+        lambda m: m.name == w,
+        lambda m: any(Path(f.path).name == w for f in m.files),
+        lambda m: m.name.lower() == w.lower(),
+    )
+    for test in tries:
+        found = [m for m in models if test(m)]
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            paths = ", ".join(m.first.path for m in found)
+            raise UserError(f"{wanted} names more than one model here: say which ({paths}).")
     names = ", ".join(m.name for m in models) or "none"
     raise UserError(f"{wanted} is not a GGUF model of this repository. Its models: {names}.")
 
@@ -221,11 +229,13 @@ def _download(hub: Any, args: argparse.Namespace) -> int:
     model = _pick(models, args.file)
     dl = hub.downloads
     paths = [dl.target_path(args.repo, f) for f in model.files]
-    if all(
-        p.is_file() and p.stat().st_size == f.size for p, f in zip(paths, model.files, strict=True)
-    ):
-        print(f"Already downloaded: {paths[0]}", file=sys.stderr)
-        print(paths[0])
+    there = dl.downloaded_path(args.repo, model)  # the manifest's word: nothing read
+    if there is None and all(dl.local_path(args.repo, f).is_file() for f in model.files):
+        print("Checking the sha256 of the file already there…", file=sys.stderr)
+        there = dl.downloaded_path(args.repo, model, deep=True)
+    if there is not None:
+        print(f"Already downloaded: {there}", file=sys.stderr)
+        print(there)
         return 0
     have = dl.bytes_on_disk(args.repo, model)
     if have:

@@ -8,6 +8,7 @@ progress, the disk check and the checksum are ours to control. The hub's address
 Nothing is contacted until the person searches.
 
 - ``client.py``  — ``HubClient``: search, a repository's files (with LFS sha256), byte ranges.
+- ``names.py``   — repository ids and file paths checked before they become folders and files.
 - ``files.py``   — GGUF files grouped into models (split parts as one), quantization, fit marks.
 - ``downloads.py`` — resumable, verified downloads into the models folder; the manifest of
   files the app downloaded (only those may be deleted from the app).

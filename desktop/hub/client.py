@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +14,7 @@ from urllib.parse import quote
 import httpx
 
 from desktop.errors import UserError
+from desktop.hub.names import repo_id
 from desktop.settings.secrets import SECRETS_SEEN, redact
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -76,12 +77,13 @@ class HubClient:
         if self._token:
             SECRETS_SEEN.add(self._token)
         headers = {"User-Agent": f"simi-multi/{_version()}"}
-        if self._token:
-            headers["Authorization"] = f"Bearer {self._token}"
-        # httpx drops Authorization when a redirect leaves the origin (the hub's CDN links are
-        # signed URLs), so the token never travels to another host.
+        # The token goes only to the hub's own origin (scheme, host, port): a request to any
+        # other (a pagination link elsewhere) is sent without it, and httpx drops it when a
+        # redirect leaves the origin (the hub's CDN links are signed URLs).
+        auth = _HubToken(self._token, self.endpoint) if self._token else None
         self._http = httpx.Client(
             headers=headers,
+            auth=auth,
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
             follow_redirects=True,
         )
@@ -286,7 +288,26 @@ def _server_message(response: httpx.Response) -> str:
 
 
 def _quote_repo(repo: str) -> str:
-    return quote(repo.strip().strip("/"), safe="/")
+    """``repo`` checked (``BadName``, a ``UserError``, before anything is sent) and quoted."""
+    return quote(repo_id(repo), safe="/")
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    scheme = url.scheme.lower()
+    return scheme, url.host.lower(), url.port or {"http": 80, "https": 443}.get(scheme)
+
+
+class _HubToken(httpx.Auth):
+    """``Authorization: Bearer <token>`` on requests to the hub's origin only."""
+
+    def __init__(self, token: str, endpoint: str) -> None:
+        self._header = f"Bearer {token}"
+        self._origin = _origin(httpx.URL(endpoint))
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        if _origin(request.url) == self._origin:
+            request.headers["Authorization"] = self._header
+        yield request
 
 
 def _next_link(response: httpx.Response) -> str | None:

@@ -8,7 +8,17 @@ over). Before starting: the free disk space must hold what is left plus a margin
 LFS oid; a mismatch deletes the part and raises ``ChecksumMismatch`` saying so; only then is
 the file renamed into place and recorded in the manifest. ``ENOSPC`` while writing raises
 ``DiskFull`` and keeps the part for a resume. Files land in
-``models_dir/<owner>/<name>/<file>`` (the library scans that depth).
+``models_dir/<owner>/<name>/<path in the repository>``: the repository's folders are kept
+(``Q4_K_M/model-00001-of-00002.gguf`` and ``Q8_0/model-00001-of-00002.gguf`` are two files),
+every name checked first (``names.py``: nothing is written outside the models folder), and
+the library scans that deep. A download is one repository + first file path + revision.
+
+"Already downloaded" means the hub's sha256: the manifest records each verified file (its
+sha256, size and modification time), and a file the manifest does not vouch for is read
+through and compared before it is taken (``downloaded_path(deep=True)``, ``download_file``);
+a same-size file with other bytes is downloaded again. Manifests and parts of earlier
+versions, which saved a repository's files flat in its folder, are still read: such a file is
+found through its manifest entry, such a part is moved to where it now belongs.
 """
 
 from __future__ import annotations
@@ -16,6 +26,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -26,11 +37,13 @@ from typing import Any, Literal
 from desktop.errors import UserError
 from desktop.hub.client import HubClient, HubError, RepoFile
 from desktop.hub.files import GgufModel
+from desktop.hub.names import MAX_REPO_FOLDERS, check_repo_id, check_repo_path, repo_id
 from desktop.hub.transfer import (
     ChecksumMismatch,
     DiskFull,
     check_free_space,
     download_file,
+    file_matches,
     part_path,
     read_json,
     sidecar_path,
@@ -58,6 +71,16 @@ DownloadState = Literal[
 MANIFEST_NAME = ".simi-downloads.json"
 PROGRESS_INTERVAL_S = 0.1
 SPEED_WINDOW_S = 5.0
+
+DownloadKey = tuple[str, str, str]  # repository, the first file's path in it, revision
+
+
+def download_key(repo: str, model: GgufModel, revision: str) -> DownloadKey:
+    return (repo, model.first.path, revision)
+
+
+class DownloadBusy(HubError):
+    """The same file is being downloaded from another revision."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +158,8 @@ class DownloadManifest:
             "sha256": file.sha256,
             "downloaded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
+        with contextlib.suppress(OSError):  # the file as verified: a later change shows
+            entry["mtime_ns"] = Path(path).stat().st_mtime_ns
         if parts:
             entry["parts"] = [k for k in (self._key(p) for p in parts) if k]
         with self._lock:
@@ -151,6 +176,38 @@ class DownloadManifest:
             return None
         with self._lock:
             return self._load().get(key)
+
+    def verified(self, path: str | Path, file: RepoFile, repo: str | None = None) -> bool:
+        """``path`` is a recorded download of ``file`` (of ``repo``) with the hub's sha256,
+        and the file is unchanged since (its size, and its modification time when the entry
+        has one: entries of earlier versions do not). Reads no file's bytes."""
+        entry = self.entry(path)
+        if entry is None or entry.get("path") != file.path:
+            return False
+        if repo is not None and entry.get("repo") != repo:
+            return False
+        sha = entry.get("sha256")
+        if file.sha256:
+            if not isinstance(sha, str) or sha.lower() != file.sha256.lower():
+                return False
+        elif entry.get("size") != file.size:
+            return False
+        try:
+            st = Path(path).stat()
+        except OSError:
+            return False
+        mtime = entry.get("mtime_ns")
+        return st.st_size == file.size and (not isinstance(mtime, int) or mtime == st.st_mtime_ns)
+
+    def find(self, repo: str, path: str) -> list[Path]:
+        """Where the manifest has a download of ``path`` of ``repo`` (an earlier version of the
+        app saved a repository's files flat in its folder: such an entry's key is not
+        ``<owner>/<name>/<path>``)."""
+        return [
+            p
+            for p, entry in self.entries().items()
+            if entry.get("repo") == repo and entry.get("path") == path
+        ]
 
     def entries(self) -> dict[Path, dict[str, Any]]:
         with self._lock:
@@ -221,6 +278,10 @@ class DownloadHandle:
     def wait(self, timeout: float | None = None) -> DownloadProgress:
         self._thread.join(timeout)
         return self.progress
+
+    @property
+    def key(self) -> DownloadKey:
+        return download_key(self.repo, self.model, self.revision)
 
     @property
     def finished(self) -> bool:
@@ -304,6 +365,8 @@ class DownloadHandle:
         with contextlib.closing(owner.client_factory()) as client:
             for part in self.model.files:
                 dest = owner.target_path(self.repo, part)
+                if owner.manifest.verified(dest, part, self.repo):
+                    continue  # verified before and unchanged since (bytes_on_disk counted it)
                 ok = download_file(
                     client,
                     self.repo,
@@ -334,17 +397,58 @@ class Downloader:
         self.models_dir = Path(models_dir)
         self.client_factory = client_factory
         self.manifest = DownloadManifest(self.models_dir)
-        self._handles: dict[tuple[str, str], DownloadHandle] = {}
+        self._handles: dict[DownloadKey, DownloadHandle] = {}
         self._lock = threading.Lock()
 
     def target_path(self, repo: str, file: RepoFile) -> Path:
-        owner, _, name = repo.strip("/").partition("/")
-        return (
-            self.models_dir
-            / _safe(owner)
-            / _safe(name or owner)
-            / _safe(PurePosixPath(file.path).name)
-        )
+        """``models_dir/<owner>/<name>/<file's path in the repository>``; ``BadName`` (a
+        ``UserError``) when the repository id or a part of the path could lead elsewhere."""
+        owner, name = check_repo_id(repo)
+        parts = check_repo_path(file.path, f"{owner}/{name}")
+        return self.models_dir.joinpath(owner, name, *parts)
+
+    def local_path(self, repo: str, file: RepoFile) -> Path:
+        """Where ``file`` is: its target path, else where an earlier version of the app saved
+        it (the manifest says), else the target path."""
+        target = self.target_path(repo, file)
+        if target.is_file():
+            return target
+        for path in self.manifest.find(repo_id(repo), file.path):
+            if path.is_file():
+                return path
+        return target
+
+    def downloaded_path(
+        self,
+        repo: str,
+        model: GgufModel,
+        *,
+        deep: bool = False,
+        stop: threading.Event | None = None,
+    ) -> Path | None:
+        """The first part's path when every part is in the models folder with the hub's
+        sha256, else None. Without ``deep`` only the manifest's word counts (no file is read:
+        the window asks this for every model of a repository); with it, a file the manifest
+        does not vouch for is read and compared, and recorded when it matches."""
+        repo = repo_id(repo)
+        paths: list[Path] = []
+        checked: list[RepoFile] = []
+        for f in model.files:
+            path = self.local_path(repo, f)
+            if not self.manifest.verified(path, f, repo):
+                if not deep or not path.is_file() or not file_matches(path, f, stop):
+                    return None
+                checked.append(f)
+            paths.append(path)
+        for f, path in zip(model.files, paths, strict=True):
+            if f in checked:
+                self.manifest.record(path, repo, f, self._revision_of(path), parts=paths)
+        return paths[0]
+
+    def _revision_of(self, path: Path) -> str:
+        entry = self.manifest.entry(path)
+        revision = entry.get("revision") if entry else None
+        return revision if isinstance(revision, str) else "main"
 
     def bytes_on_disk(self, repo: str, model: GgufModel) -> int:
         done = 0
@@ -365,13 +469,25 @@ class Downloader:
         revision: str = "main",
     ) -> DownloadHandle:
         """Begin (or resume) on a new thread; ``on_progress`` is called from that thread at
-        most ~10 times a second and on every state change."""
-        key = (repo, model.name)
+        most ~10 times a second and on every state change. The repository id and every
+        file's path are checked first (``BadName``: nothing is written)."""
+        repo = repo_id(repo)
+        paths = {self.target_path(repo, f) for f in model.files}
+        key = download_key(repo, model, revision)
         with self._lock:
             running = self._handles.get(key)
             if running is not None and not running.finished:
                 running.resume()
                 return running
+            for other in self._handles.values():
+                if other.finished or not paths & {
+                    self.target_path(other.repo, f) for f in other.model.files
+                }:
+                    continue
+                raise DownloadBusy(
+                    f"{model.name} of {repo} is being downloaded from revision "
+                    f"{other.revision} into the same place: let it finish or cancel it first."
+                )
             handle = DownloadHandle(self, repo, model, revision, on_progress)
             self._handles[key] = handle
         handle._start()
@@ -383,8 +499,8 @@ class Downloader:
 
     def forget_handle(self, handle: DownloadHandle) -> None:
         with self._lock:
-            if self._handles.get((handle.repo, handle.model.name)) is handle:
-                del self._handles[(handle.repo, handle.model.name)]
+            if self._handles.get(handle.key) is handle:
+                del self._handles[handle.key]
 
     def remove_parts(self, repo: str, model: GgufModel) -> None:
         for f in model.files:
@@ -393,26 +509,69 @@ class Downloader:
             sidecar_path(dest).unlink(missing_ok=True)
 
     def pending(self) -> list[PendingDownload]:
-        found: dict[tuple[str, str], PendingDownload] = {}
+        found: dict[DownloadKey, PendingDownload] = {}
         if not self.models_dir.is_dir():
             return []
-        running = {(h.repo, h.model.name) for h in self.active() if not h.finished}
-        for side in sorted(self.models_dir.glob("*/*/*.part.json")):
+        running = {h.key for h in self.active() if not h.finished}
+        for side in self._sidecars():
             data = read_json(side)
             if not isinstance(data, dict) or not isinstance(data.get("repo"), str):
                 continue
             model = _model_from_json(data.get("model")) or _single_model(data)
             if model is None:
                 continue
-            repo = data["repo"]
-            key = (repo, model.name)
+            revision = data.get("revision") if isinstance(data.get("revision"), str) else "main"
+            try:
+                repo = repo_id(data["repo"])
+                for f in model.files:
+                    self.target_path(repo, f)
+            except UserError as exc:
+                log.warning("unfinished download %s left alone: %s", side, exc)
+                continue
+            self._adopt(side, repo, model, data.get("path"))
+            key = download_key(repo, model, str(revision))
             if key in found or key in running:
                 continue
-            revision = data.get("revision") if isinstance(data.get("revision"), str) else "main"
             found[key] = PendingDownload(
                 repo, model, str(revision), self.bytes_on_disk(repo, model)
             )
         return list(found.values())
+
+    def _sidecars(self) -> list[Path]:
+        """Every ``*.part.json`` under ``models_dir/<owner>/<name>/`` and the repository's
+        folders (never following a symbolic link)."""
+        out: list[Path] = []
+        base = len(self.models_dir.parts)
+        for root, dirs, names in os.walk(self.models_dir):
+            if len(Path(root).parts) - base >= 2 + MAX_REPO_FOLDERS:
+                dirs[:] = []
+            dirs.sort()
+            out.extend(Path(root) / n for n in sorted(names) if n.endswith(".part.json"))
+        return out
+
+    def _adopt(self, side: Path, repo: str, model: GgufModel, path: Any) -> None:
+        """A part an earlier version saved flat in the repository's folder moves to where
+        this version looks for it (when nothing is there yet)."""
+        file = next((f for f in model.files if f.path == path), None)
+        if file is None:
+            return
+        dest = self.target_path(repo, file)
+        owner, name = check_repo_id(repo)
+        if (
+            sidecar_path(dest) == side
+            or self.models_dir / owner / name not in side.parents
+            or part_path(dest).exists()
+            or dest.exists()
+        ):
+            return
+        old_part = side.with_name(side.name.removesuffix(".json"))
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if old_part.is_file():
+                os.replace(old_part, part_path(dest))
+            os.replace(side, sidecar_path(dest))
+        except OSError as exc:
+            log.warning("could not move the unfinished download %s: %s", side, exc)
 
     def delete(self, path: str | Path) -> list[Path]:
         """Delete a downloaded model (every split part) and forget it; a file the app did not
@@ -436,16 +595,19 @@ class Downloader:
             except OSError as exc:
                 raise UserError(f"{target} cannot be deleted: {exc.strerror or exc}.") from None
             self.manifest.forget(target)
-        folder = p.parent
-        with contextlib.suppress(OSError):  # the repo folder, then the owner's, when empty
-            folder.rmdir()
-            folder.parent.rmdir()
+        for target in {*paths, p}:  # the folders they were in, up to the owner's, when empty
+            self._remove_empty_folders(target.parent)
         return removed
 
-
-def _safe(name: str) -> str:
-    cleaned = "".join(c if c not in '<>:"\\|?*\x00' else "_" for c in name).strip()
-    return cleaned if cleaned not in ("", ".", "..") else "_"
+    def _remove_empty_folders(self, folder: Path) -> None:
+        root = self.models_dir.absolute()
+        folder = folder.absolute()
+        while folder != root and root in folder.parents:
+            try:
+                folder.rmdir()
+            except OSError:
+                return
+            folder = folder.parent
 
 
 def _model_to_json(model: GgufModel) -> dict[str, Any]:

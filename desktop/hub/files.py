@@ -9,6 +9,7 @@ Range request), else from the file size with a stated margin.
 
 from __future__ import annotations
 
+import collections
 import io
 import re
 from dataclasses import dataclass, replace
@@ -100,7 +101,33 @@ def group_gguf(files: list[RepoFile]) -> list[GgufModel]:
         models.append(
             GgufModel(base, _quant_of_path(ordered[0].path), ordered, sum(p.size for p in ordered))
         )
-    return sorted(models, key=lambda m: (m.size, m.name.lower(), m.first.path))
+    return sorted(_unique_names(models), key=lambda m: (m.size, m.name.lower(), m.first.path))
+
+
+def _unique_names(models: list[GgufModel]) -> list[GgufModel]:
+    """Models that share a name ("Q4_K_M/model-00001-of-00002.gguf" and
+    "Q8_0/model-00001-of-00002.gguf" are both "model") are named with their folder
+    ("Q4_K_M/model"), else with their first file's whole path: a name is one model of the
+    repository (the window and the CLI pick by it)."""
+
+    def clashing(ms: list[GgufModel]) -> set[str]:
+        seen = collections.Counter(m.name for m in ms)
+        return {name for name, n in seen.items() if n > 1}
+
+    clash = clashing(models)
+    if not clash:
+        return models
+    folder_named = []
+    for m in models:
+        folder = str(PurePosixPath(m.first.path).parent)
+        if m.name in clash and folder != ".":
+            m = replace(m, name=f"{folder}/{m.name}")
+        folder_named.append(m)
+    clash = clashing(folder_named)
+    return [
+        replace(m, name=m.first.path.removesuffix(".gguf")) if m.name in clash else m
+        for m in folder_named
+    ]
 
 
 def _quant_of_path(path: str) -> str | None:

@@ -94,17 +94,36 @@ def download_file(
 ) -> bool:
     """Blocking: fetch one file to ``dest`` (resuming its part). True when complete, False
     when ``stop`` was set (the part stays). ``on_bytes(n)`` is told of bytes on disk as they
-    come (negative when a part starts over). ``sidecar``: more to keep in the part's
-    sidecar (the model it belongs to)."""
-    if dest.is_file() and dest.stat().st_size == file.size:
-        return True
+    come (negative when a part starts over; ``Downloader.bytes_on_disk`` is where it starts).
+    ``sidecar``: more to keep in the part's sidecar (the model it belongs to).
+
+    A file already at ``dest`` is taken as the download only when its size and sha256 are
+    the hub's (it is read through once); any other is replaced by a verified download (the
+    new bytes go to the part first, so the old file stays until they are checked)."""
+    counted: int | None = None  # dest's size when bytes_on_disk counted dest, not the part
+    if dest.is_file():
+        counted = dest.stat().st_size
+        if counted == file.size:
+            same = file_matches(dest, file, stop)
+            if same is None:
+                return False
+            if same:
+                return True
+            log.warning(
+                "%s is there with the size of %s but another sha256: downloading it again",
+                dest,
+                file.path,
+            )
     part, side = part_path(dest), sidecar_path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     have = part.stat().st_size if part.exists() else 0
     if have > file.size:
         part.unlink()
-        on_bytes(-have)
+        if counted is None:
+            on_bytes(-file.size)  # bytes_on_disk counts a part up to the file's size
         have = 0
+    if counted is not None:
+        on_bytes(have - counted)
     check_free_space(dest.parent, file.size - have)
     meta = {
         "repo": repo,
@@ -148,6 +167,22 @@ def download_file(
     os.replace(part, dest)
     side.unlink(missing_ok=True)
     return True
+
+
+def file_matches(path: Path, file: RepoFile, stop: threading.Event | None = None) -> bool | None:
+    """Whether ``path`` holds ``file``: its size, and its sha256 when the hub gives one (the
+    whole file is read); None when ``stop`` was set while reading."""
+    try:
+        if path.stat().st_size != file.size:
+            return False
+        if not file.sha256:
+            return True
+        hasher = _Digest()
+        if not _hash_existing(path, file.size, hasher, stop or threading.Event()):
+            return None
+    except OSError:
+        return False
+    return hasher.hexdigest() == file.sha256.lower()
 
 
 class _Digest:

@@ -23,7 +23,10 @@ from desktop.local.starter import starter_model_path
 log = logging.getLogger("simi.local")
 
 PREF_MODEL_FOLDERS = "model_folders"
-MAX_SCAN_DEPTH = 4  # models_dir/publisher/model/file.gguf (LM Studio's layout) and a bit more
+# Folders below a library folder that are searched: models_dir/publisher/model/file.gguf
+# (LM Studio's layout) and the app's downloads, models_dir/<owner>/<name>/ plus up to four
+# folders of the repository's own ("Q4_K_M/model-00001-of-00002.gguf"; desktop/hub/names.py).
+MAX_SCAN_DEPTH = 6
 NO_TEMPLATE_NOTE = "no chat template: using ChatML"
 # What `simi models list --json` shows of a ModelInfo, in this order.
 PUBLIC_INFO_FIELDS = (

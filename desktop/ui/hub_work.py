@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from desktop.errors import UserError
 from desktop.hub.client import HubClient
 from desktop.hub.files import GgufModel, group_gguf
 
@@ -21,8 +22,16 @@ def machine_memory() -> tuple[int | None, int | None]:
 
 
 def list_models(hub: Any, client: HubClient, repo: str) -> tuple[list[GgufModel], set[str]]:
-    """A repository's GGUF models and the names of those already in the models folder."""
+    """A repository's GGUF models and the names of those already in the models folder: the
+    downloads the manifest recorded with the hub's sha256, unchanged since (no file is read;
+    a same-size file it does not vouch for is checked when Download is pressed)."""
     models = group_gguf(client.files(repo))
     downloads = hub.downloads
-    have = {m.name for m in models if downloads.target_path(repo, m.first).exists()}
+    have: set[str] = set()
+    for m in models:
+        try:
+            if downloads.downloaded_path(repo, m) is not None:
+                have.add(m.name)
+        except UserError:  # a path that cannot be saved here: Download says why
+            continue
     return models, have

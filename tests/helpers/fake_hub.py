@@ -19,7 +19,9 @@ Knobs (set them on the ``FakeHub`` at any time): ``cut_after`` (close the connec
 body bytes of the next file response, once), ``corrupt`` (paths whose served bytes have one
 byte flipped), ``throttle_bps`` (bytes per second for file bodies), ``ignore_range`` (answer
 200 with the whole file to a Range request), ``fail_next`` (canned ``(status, body)`` or
-``(status, body, headers)`` replies for the next API requests). ``requests`` records every
+``(status, body, headers)`` replies for the next API requests), ``link_base`` (another
+server's base URL for the tree's ``rel="next"`` links) and ``cdn_base`` (another server's base
+URL for the LFS redirects: as the hub's CDN is another host). ``requests`` records every
 request (method, path, query, headers).
 """
 
@@ -188,6 +190,8 @@ class FakeHub:
         self.ignore_range = False
         self.redirect_lfs = True
         self.tree_page_size: int | None = None
+        self.link_base: str | None = None
+        self.cdn_base: str | None = None
         self.fail_next: list[tuple[Any, ...]] = []
         self.requests: list[Request] = []
         self._lock = threading.Lock()
@@ -301,7 +305,8 @@ class _Handler(BaseHTTPRequestHandler):
                 start = int(query.get("cursor", "0"))
                 if start + size < len(entries):
                     q = dict(query, cursor=str(start + size))
-                    base = f"{self.fake.endpoint}/api/models/{repo_id}/tree/{tail}"
+                    host = self.fake.link_base or self.fake.endpoint
+                    base = f"{host}/api/models/{repo_id}/tree/{tail}"
                     extra["Link"] = f'<{base}?{urllib.parse.urlencode(q)}>; rel="next"'
                 entries = entries[start : start + size]
             self._json(entries, extra)
@@ -357,6 +362,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if check_auth and self.fake.redirect_lfs and repo.is_lfs(file_path):
             target = f"/cdn/{urllib.parse.quote(repo_id)}/-/{urllib.parse.quote(file_path)}"
+            if self.fake.cdn_base:
+                target = self.fake.cdn_base + target
             self.send_response(302)
             self.send_header("Location", target)
             self.send_header("X-Linked-Size", str(len(data)))

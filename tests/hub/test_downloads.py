@@ -92,13 +92,14 @@ def test_split_model_downloads_every_part_and_delete_removes_them(
     final = dl.start(GGUF_REPO, model).wait(WAIT_S)
     assert final.state == "complete", final.error
     folder = tmp_path / "simi-test" / "SmolLM2-135M-Instruct-GGUF"
-    parts = [folder / Path(p).name for p in SPLIT_PARTS]
+    parts = [folder / p for p in SPLIT_PARTS]  # the repository's "split/" folder is kept
     assert all(p.is_file() for p in parts)
     assert final.total == sum(p.stat().st_size for p in parts)
     removed = dl.delete(parts[0])
     assert sorted(removed) == sorted(parts)
     assert not any(p.exists() for p in parts)
     assert not dl.manifest.is_downloaded(parts[1])
+    assert not (folder / "split").exists()  # emptied folders go too
 
 
 def test_a_cut_connection_resumes_with_a_range_for_the_rest(hub: FakeHub, tmp_path: Path) -> None:

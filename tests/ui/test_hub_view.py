@@ -413,7 +413,7 @@ def test_a_corrupted_download_is_caught_by_the_checksum_and_retried(
     assert shown.retry.isVisible() and not shown.pause.isVisible()
     assert view.models.buttons[SPLIT_NAME].text() == "Retry"
     assert seen == []
-    assert not (Path(services.paths.models_dir) / GGUF_REPO / Path(SPLIT_PARTS[1]).name).exists()
+    assert not (Path(services.paths.models_dir) / GGUF_REPO / SPLIT_PARTS[1]).exists()
     hub.corrupt = set()
     qtbot.mouseClick(shown.retry, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: bool(seen), timeout=TIMEOUT_MS)
