@@ -1,7 +1,9 @@
 """The app side of the llama.cpp worker process (see ``desktop.local.worker``).
 
 A ``WorkerClient`` owns one worker process. A reader thread receives the worker's messages and
-hands them to whichever asyncio loop is waiting, so nothing here blocks the event loop.
+hands them to whichever asyncio loop is waiting, and a sender thread writes the app's messages
+(``_Sender``), so nothing here blocks the event loop: not even a long conversation sent to a
+worker that is still starting, which fills the pipe (~200 KB) until the worker reads.
 
 Every message handed on carries the worker *generation* (a counter bumped each time a worker
 process starts) and a request id: ``(generation, tag, req_id, ...)``, the death notice too
@@ -17,11 +19,13 @@ import contextlib
 import itertools
 import logging
 import multiprocessing
+import queue
 import sys
 import threading
 import time
 import types
 from collections.abc import AsyncIterator, Callable
+from multiprocessing.reduction import ForkingPickler
 from typing import Any, Literal
 
 from desktop.errors import UserError
@@ -47,6 +51,59 @@ def _rebuild_error(kind: str, message: str, extra: dict[str, Any]) -> UserError:
     return LocalModelError(message)
 
 
+class _Sender:
+    """Writes one worker's messages to its pipe from a thread of its own, in the order sent.
+
+    ``Connection.send`` blocks once the pipe is full (~200 KB) until the worker reads, and a
+    worker still starting (importing llama.cpp, or busy loading) reads nothing: on the event
+    loop (the GUI thread under qasync) a long conversation would freeze the window that long.
+    The caller pickles (cheap, and an unpicklable message fails where it is sent); this thread
+    only writes the bytes. A write that fails means the worker is gone: the thread ends, and
+    the reader thread's death notice tells whoever waits (``WorkerClient.stream`` resends a
+    request the worker never took, once).
+    """
+
+    def __init__(self, conn: Any, generation: int) -> None:
+        self._conn = conn
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._pending = 0  # messages queued or being written
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(
+            target=self._run, name=f"simi-worker-sender-{generation}", daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def pending(self) -> int:
+        """Messages not yet wholly written to the pipe (queued or being written)."""
+        with self._lock:
+            return self._pending
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        data = ForkingPickler.dumps(message)  # what Connection.send writes, byte for byte
+        with self._lock:
+            self._pending += 1
+        self._queue.put(data)
+
+    def close(self) -> None:
+        """End the thread once what is queued has been written (or has failed to be)."""
+        self._queue.put(None)
+
+    def _run(self) -> None:
+        while True:
+            data = self._queue.get()
+            if data is None:
+                return
+            try:
+                self._conn.send_bytes(data)
+            except Exception as exc:  # BrokenPipe, or the handle closed by kill()/_forget()
+                log.info("llama.cpp worker pipe closed while sending (%s)", exc)
+                return
+            finally:
+                with self._lock:
+                    self._pending -= 1
+
+
 class WorkerClient:
     """One worker process. ``state`` is what the UI shows for the model."""
 
@@ -54,6 +111,7 @@ class WorkerClient:
         self._ctx = multiprocessing.get_context("spawn")
         self._process: Any = None
         self._conn: Any = None
+        self._sender: _Sender | None = None
         self._flag: Any = None
         self._threads: Any = None  # the worker's shared thread budget (see set_threads)
         self.thread_budget = 0
@@ -114,10 +172,11 @@ class WorkerClient:
         self._generation += 1
         self._serving = None
         self._process, self._conn, self._flag = process, parent, flag
+        self._sender = _Sender(parent, self._generation)
         self._threads = threads
         self.cache_bytes = self.cache_states = 0
         if self.cache_config is not None:
-            parent.send(("configure", *self.cache_config))
+            self._sender.send(("configure", *self.cache_config))
         self._reader = threading.Thread(
             target=self._read_loop,
             args=(parent, process, self._generation),
@@ -169,10 +228,12 @@ class WorkerClient:
         self._forget()
 
     def _forget(self) -> None:
+        if self._sender is not None:
+            self._sender.close()
         with contextlib.suppress(Exception):
             if self._conn is not None:
                 self._conn.close()
-        self._process = self._conn = self._flag = None
+        self._process = self._conn = self._flag = self._sender = None
         self.params = None
         self.cache_bytes = self.cache_states = 0
 
@@ -182,8 +243,8 @@ class WorkerClient:
             return
         if self._flag is not None:
             self._flag.value = 1
-        with contextlib.suppress(Exception):
-            self._conn.send(("shutdown",))
+        if self._sender is not None:
+            self._sender.send(("shutdown",))
         if self.params is None:  # no model (started ahead, maybe still importing): no wait
             timeout = min(timeout, 0.5)
         process.join(timeout=timeout)
@@ -204,9 +265,8 @@ class WorkerClient:
     def send_control(self, *message: Any) -> None:
         """A message the worker handles between requests (configure, cache_clear); nothing
         when it is not running."""
-        if self._conn is not None and self.alive:
-            with contextlib.suppress(OSError, ValueError):
-                self._conn.send(message)
+        if self._sender is not None and self.alive:
+            self._sender.send(message)
 
     def cancel(self) -> None:
         if self._flag is not None:
@@ -245,8 +305,8 @@ class WorkerClient:
                     self._start()
                 generation = self._generation
                 self._set_state("loading", params.model_path)
-                assert self._conn is not None
-                self._conn.send(("load", params))
+                assert self._sender is not None
+                self._sender.send(("load", params))
                 self.params = params
                 while True:
                     item = await queue.get()
@@ -364,23 +424,13 @@ class WorkerClient:
                     self._set_state("ready")
 
     def _send_request(self, req_id: int, params: LoadParams, request: ChatRequest) -> None:
-        """Hand the request to the worker; one found dead on sending is replaced once."""
-        for attempt in (1, 2):
-            assert self._flag is not None and self._conn is not None
-            self._flag.value = 0
-            self._serving = req_id
-            try:
-                self._conn.send(("generate", req_id, params, request))
-                return
-            except (OSError, ValueError) as exc:  # BrokenPipe: it died before it got this
-                log.warning("llama.cpp worker gone before request %s (%s)", req_id, exc)
-                self.kill()
-                if attempt == 2:
-                    self._set_state("error", "worker stopped")
-                    raise LocalModelError(
-                        "The local model process could not be started. Send again to retry."
-                    ) from exc
-                self._start()
+        """Hand the request to the worker, through the sender thread (never waiting on the
+        pipe). A worker that dies before it took the request, during the write too, sends its
+        death notice with this request's id, and ``stream`` resends it to a fresh one once."""
+        assert self._flag is not None and self._sender is not None
+        self._flag.value = 0
+        self._serving = req_id
+        self._sender.send(("generate", req_id, params, request))
 
     async def _stop_request(self, queue: asyncio.Queue[Any], generation: int, req_id: int) -> None:
         """Ask the worker to stop and wait for it, at most CANCEL_GRACE_S; else kill it."""

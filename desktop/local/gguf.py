@@ -12,7 +12,9 @@ Layout (llama.cpp ``docs/gguf.md``; little-endian throughout)::
 
 Every count and length is checked against sanity limits and against what is left in the file
 before anything is allocated, so a damaged or hostile file gives a ``GGUFError`` that says what
-is wrong, never a MemoryError or a hang.
+is wrong, never a MemoryError or a hang. Of a file on disk, a few small samples of the tensor
+data are read too: data that is all zeros (a header intact over weights that were never
+written) would load and produce garbage without a word.
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ MAX_ARRAY_ITEMS = 50_000_000
 MAX_DIMS = 8  # GGML_MAX_DIMS is 4
 MAX_HEADER_BYTES = 2 * 1024**3  # the metadata section itself; weights are never read
 KEEP_ARRAY_ITEMS = 1024  # longer arrays (vocab, merges) are skipped, only their length kept
+# All-zero tensor data: at most this many reads of this many bytes, spread evenly over the
+# tensor data; the first that holds a non-zero byte ends the check (a real model's first).
+ZERO_SAMPLES = 16
+ZERO_SAMPLE_BYTES = 4096
 
 # GGUF metadata value types.
 UINT8, INT8, UINT16, INT16, UINT32, INT32, FLOAT32, BOOL, STRING, ARRAY = range(10)
@@ -304,14 +310,45 @@ def _value(r: _Reader, vtype: int, key: str, depth: int = 0) -> Any:
 
 
 def read_header(path: str | os.PathLike[str]) -> GGUFHeader:
-    """Read the metadata and tensor table of a GGUF file; tensor data is never read.
+    """Read the metadata and tensor table of a GGUF file; of the tensor data only a few small
+    samples (``check_tensor_data_sampled``).
 
     Raises ``GGUFError`` for anything that is not a well-formed GGUF v2/v3 file whose tensors
-    all lie within it, and ``OSError`` when the file cannot be opened.
+    all lie within it and whose tensor data is not all zeros, and ``OSError`` when the file
+    cannot be opened.
     """
     p = Path(path)
     with p.open("rb") as fh:
-        return read_header_from(fh, os.fstat(fh.fileno()).st_size)
+        header = read_header_from(fh, os.fstat(fh.fileno()).st_size)
+        check_tensor_data_sampled(fh, header)
+        return header
+
+
+def check_tensor_data_sampled(fh: BinaryIO, header: GGUFHeader) -> None:
+    """Refuse tensor data that is all zeros, from at most ``ZERO_SAMPLES`` reads of
+    ``ZERO_SAMPLE_BYTES`` spread evenly from its first byte to its last (a real model's first
+    read already holds non-zero bytes: one read, well under a millisecond). Weights are never
+    all zeros; a file that is (a download preallocated and never filled, a disk fault) would
+    load and write garbage."""
+    start = header.data_offset
+    end = max((start + t.offset + t.n_bytes for t in header.tensors), default=start)
+    span = min(end, header.file_size) - start
+    if span <= 0:
+        return  # no tensors here (the first part of a split model may hold none)
+    width = min(ZERO_SAMPLE_BYTES, span)
+    count = max(1, min(ZERO_SAMPLES, span // width))
+    zeros = bytes(width)
+    for i in range(count):
+        at = start + (span - width) * i // max(1, count - 1)
+        fh.seek(at)
+        chunk = fh.read(width)
+        if chunk != zeros[: len(chunk)] or not chunk:
+            return
+    raise GGUFError(
+        f"the tensor data is all zeros ({count} samples spread over its {span:,} bytes read "
+        "only zero bytes): the weights were never written or have been wiped (the download "
+        "may be incomplete or the file damaged)"
+    )
 
 
 def read_header_from(fh: BinaryIO, size: int) -> GGUFHeader:

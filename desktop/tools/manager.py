@@ -144,10 +144,11 @@ class McpConnection:
             self._on_state(state)
 
     def stderr_tail(self) -> tuple[str, ...]:
+        """What the server has written on stderr so far (its last lines; never waits)."""
         return self._stderr.lines() if self._stderr is not None else ()
 
-    def _fail(self, why: str) -> ToolServerError:
-        tail = self.stderr_tail()
+    async def _fail(self, why: str) -> ToolServerError:
+        tail = await self._stderr.settled_lines() if self._stderr is not None else ()
         self._set(ServerState("failed", why=why, stderr_tail=tail))
         message = f"MCP server “{self.server.name}” {why}"
         if tail:
@@ -254,7 +255,7 @@ class McpConnection:
             async with asyncio.timeout(limit):
                 return await asyncio.shield(ready)
         except TimeoutError:
-            err = self._fail(f"did not start within {_seconds(limit)} s.")
+            err = await self._fail(f"did not start within {_seconds(limit)} s.")
             await self._shutdown()
             raise err from None
         except asyncio.CancelledError:
@@ -274,7 +275,7 @@ class McpConnection:
             else:
                 why = f"could not be reached or did not answer as an MCP server ({where}): "
                 why += f"{_words(exc)}."
-            err = self._fail(why)
+            err = await self._fail(why)
             await self._shutdown()
             raise err from exc
 
@@ -333,7 +334,7 @@ class McpConnection:
             if _connection_closed(exc):
                 async with self._lock:
                     if self._session is session or self._session is None:
-                        err = self._fail(
+                        err = await self._fail(
                             f"stopped during the call to {tool}. It is started again on the "
                             "next call."
                         )

@@ -22,6 +22,7 @@ BAD_FILES: dict[str, tuple[Callable[[Path], object], str]] = {
     ),
     "truncated-header": (gguf_files.truncated_header, "truncated"),
     "truncated-data": (gguf_files.truncated_tensor_data, "tensor data is truncated"),
+    "zeroed-data": (gguf_files.zeroed_tensor_data, "tensor data is all zeros"),
     "absurd-counts": (gguf_files.absurd_counts, "tensors, which is not plausible"),
     "absurd-string": (gguf_files.huge_string, "claims a length of 1,099,511,627,776 bytes"),
     "unknown-arch": (
