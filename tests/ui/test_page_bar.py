@@ -4,14 +4,15 @@ not only on a resize."""
 
 from __future__ import annotations
 
-from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication, QToolButton
 
+from desktop.ui import theme
 from desktop.ui.page_bar import PageBar
 from tests.helpers.widget_checks import cut_labels
 
 
 def _bar(qapp: QApplication) -> PageBar:
+    theme.install(qapp, text_scale=1.0)
     bar = PageBar()
     for name in ("Chat", "Models", "Stats", "Compare"):
         button = QToolButton()
@@ -36,9 +37,7 @@ def test_larger_text_in_the_same_width_takes_two_rows(qapp: QApplication) -> Non
     try:
         assert bar.rows == 1 and not _cut(bar)
         width = bar.width()
-        font = QFont(bar.font())
-        font.setPointSizeF(font.pointSizeF() * 1.6)
-        bar.setFont(font)  # as the text size setting does, through the application's font
+        theme.install(qapp, text_scale=1.6)  # what Settings → Text size does
         for _ in range(3):
             qapp.processEvents()
         assert bar.width() == width  # nothing resized it
@@ -46,6 +45,7 @@ def test_larger_text_in_the_same_width_takes_two_rows(qapp: QApplication) -> Non
         assert not _cut(bar), _cut(bar)
         assert not cut_labels(bar)
     finally:
+        theme.install(qapp, text_scale=1.0)
         bar.close()
 
 
