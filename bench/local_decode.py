@@ -24,10 +24,11 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from desktop.llm.events import TextDelta, Timing, Usage
+from desktop.llm.events import RunInfo, TextDelta, Timing, Usage
 from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
 from desktop.local.engine import LocalEngine
 from desktop.local.loading import LoadParams
@@ -37,7 +38,7 @@ from desktop.local.starter import starter_model_path
 PROMPT = "Write a detailed story about a lighthouse keeper and a storm."
 
 
-def raw_run(llm, prompt_tokens: list[int], n: int) -> dict[str, float]:
+def raw_run(llm: Any, prompt_tokens: list[int], n: int) -> dict[str, float]:
     import llama_cpp
 
     llama_cpp.llama_perf_context_reset(llm._ctx.ctx)
@@ -57,13 +58,21 @@ def raw_run(llm, prompt_tokens: list[int], n: int) -> dict[str, float]:
         "ttft_ms": (first - start) * 1000,
         "decode_tok_s": (count - 1) / (last - first),
         "engine_decode_tok_s": (perf.n_eval - 1) / (perf.t_eval_ms / 1000),
+        "prefill_tok_s": perf.n_p_eval / (perf.t_p_eval_ms / 1000)
+        if perf.t_p_eval_ms
+        else float("nan"),
         "tokens": count,
     }
 
 
 async def simi_run(
-    runtime: LocalRuntime, params: LoadParams, prompt: str, n: int
+    runtime: LocalRuntime,
+    params: LoadParams,
+    prompt: str,
+    n: int,
+    infos: list[RunInfo] | None = None,
 ) -> dict[str, float]:
+    """One reply through SIMI's path; ``infos`` collects its RunInfo (what ran where)."""
     provider = LocalProvider(runtime, params)
     request = ChatRequest(
         model="bench",
@@ -85,6 +94,8 @@ async def simi_run(
             usage = event
         elif isinstance(event, Timing):
             timing = event
+        elif isinstance(event, RunInfo) and infos is not None:
+            infos.append(event)
     assert first is not None and last is not None and usage is not None
     return {
         "ttft_ms": (first - start) * 1000,
@@ -93,6 +104,10 @@ async def simi_run(
         "tokens": usage.output_tokens or count,
         "engine_decode_tok_s": ((usage.output_tokens or count) - 1) / (timing.decode_ms / 1000)
         if timing and timing.decode_ms
+        else float("nan"),
+        # llama.cpp's own prompt figures, as the stats row records them
+        "prefill_tok_s": timing.prompt_eval_tokens / (timing.prefill_ms / 1000)
+        if timing and timing.prefill_ms and timing.prompt_eval_tokens
         else float("nan"),
     }
 

@@ -229,6 +229,21 @@ def stats_line_variants(
     return [line for n, line in enumerate(lines) if line and line not in lines[:n]] or [full]
 
 
+def where_text(row: dict[str, Any]) -> str:
+    """Where a local call ran, from its stats row (llama.cpp's own report at load): "0/31
+    layers on GPU · CPU" when nothing was offloaded, "31/31 layers on Vulkan0 · llvmpipe
+    (software)" when layers were; "" when the row does not say (remote calls, older rows)."""
+    layers, device = row.get("offloaded_layers"), row.get("device")
+    if not layers and not device:
+        return ""
+    if not layers:
+        return f"on {device}"
+    offloaded = str(layers).split("/", 1)[0]
+    if offloaded == "0" or not device or device == "CPU":
+        return f"{layers} layers on GPU · {device or 'CPU'}"
+    return f"{layers} layers on {device}"
+
+
 def stats_details(row: dict[str, Any] | None) -> str:
     """Every non-empty field of the stats record, one per line."""
     if not row:
@@ -241,8 +256,8 @@ def stats_tooltip_text(
     row: dict[str, Any] | None, agent: str | None = None, model: str | None = None
 ) -> str:
     """The footer's tooltip: who answered with the full model name, the whole line (nothing
-    elided, counted tokens marked), where its cached tokens came from, then every field of
-    the record."""
+    elided, counted tokens marked), where its cached tokens came from, where a local model ran
+    (``where_text``), then every field of the record."""
     if not row:
         return ""
     who = " · ".join(p for p in (agent, _model_of(row, model)) if p)
@@ -253,4 +268,7 @@ def stats_tooltip_text(
     cache = cache_text(row)
     if cache:
         head.append(cache)
+    where = where_text(row)
+    if where:
+        head.append("On " + where[3:] if where.startswith("on ") else where)
     return "\n".join([*head, "", stats_details(row)]) if head else stats_details(row)

@@ -217,6 +217,9 @@ class StatsClock:
             "timing_source": timing.reported_by,
             "prefill_source": prefill_source,
             "kv_cache_bytes": self.info.kv_cache_bytes,
+            "device": self.info.device,
+            "offloaded_layers": self.info.offloaded_layers,
+            "vram_bytes": self.info.vram_bytes,
             "total_ms": _ms(self.started, end),
             "decode_ms": _round(timing.decode_ms)
             if timing.decode_ms is not None

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from desktop.chat.format import cache_text, cost_text, date_text
+from desktop.chat.format import cache_text, cost_text, date_text, where_text
 from desktop.chat.kinds import find_kind, kind_label
 from desktop.chat.pricing import is_hosted_api
 
@@ -416,6 +416,27 @@ def _load_fact(row: dict[str, Any]) -> Fact | None:
     )
 
 
+def _where_fact(row: dict[str, Any]) -> Fact | None:
+    """Where the model ran, as llama.cpp reported the load: "31/31 layers on Vulkan0 ·
+    llvmpipe (software) · 235 MiB GPU memory", "0/31 layers on GPU · CPU". None for a row
+    that does not say (recorded before m012)."""
+    where = where_text(row)
+    if not where:
+        return None
+    vram = as_int(row.get("vram_bytes"))
+    if vram:
+        where += f" · {bytes_text(vram)} GPU memory"
+    return Fact(
+        "placement",
+        "Where it ran",
+        where,
+        True,
+        "The layers llama.cpp put on a GPU when it loaded the model (not the setting that "
+        "asked for them), the device that holds them, and its memory for weights, KV cache "
+        "and compute buffers. A software device (llvmpipe) is the CPU under another name.",
+    )
+
+
 def facts(row: dict[str, Any], ttft: Fact, total: Fact) -> tuple[Fact, ...]:
     """The facts list, in reading order: times, tokens, context, memory, speeds, cost."""
     provider = provider_name(row)
@@ -433,4 +454,6 @@ def facts(row: dict[str, Any], ttft: Fact, total: Fact) -> tuple[Fact, ...]:
     found += [_prefill_fact(row, provider), _decode_fact(row, provider), _cost_fact(row)]
     if is_local(row) and (load := _load_fact(row)) is not None:
         found.append(load)
+    if is_local(row) and (where := _where_fact(row)) is not None:
+        found.append(where)
     return tuple(found)

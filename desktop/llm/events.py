@@ -90,6 +90,11 @@ class RunInfo:
     model_file_size: int | None = None
     quantization: str | None = None
     kv_cache_bytes: int | None = None  # local: the KV cache llama.cpp allocated
+    # local, as llama.cpp reported the load: the device holding the layers ("CPU", "Vulkan0 ·
+    # llvmpipe (software)"), the layers offloaded of all ("0/31"), GPU memory in bytes
+    device: str | None = None
+    offloaded_layers: str | None = None
+    vram_bytes: int | None = None
     # Something the person should know about how the call ran, in finished words: a model
     # loaded with fewer GPU layers than asked (out of GPU memory), a model file without a chat
     # template (ChatML used instead). None when there is nothing to say.

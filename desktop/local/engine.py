@@ -316,6 +316,9 @@ class LocalEngine:
             quantization=model.quantization,
             notice=notice,
             kv_cache_bytes=model.kv_cache_bytes,
+            device=model.where.device,
+            offloaded_layers=model.where.offloaded_layers,
+            vram_bytes=model.where.vram_bytes,
         )
         tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=not has_bos, special=True)
         if len(tokens) >= n_ctx - 1:

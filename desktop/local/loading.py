@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from desktop.llm.errors import LocalModelError
+from desktop.local.placement import LoadLog, Placement, WhereItRuns, where_it_runs
 
 log = logging.getLogger("simi.local")
 
@@ -60,6 +61,9 @@ _OOM_WORDS = (
     "not enough memory",
 )
 
+# Where the last load put the layers and buffers, per device (``desktop.local.placement``).
+LLAMA_LOAD_LOG = LoadLog()
+
 Loader = Callable[..., Any]  # llama_cpp.Llama's signature: keyword arguments -> a model
 
 
@@ -90,6 +94,7 @@ def capture_llama_logs() -> Any:
             LLAMA_LOG_TAIL.append(line)
             if "size =" in line:
                 _note_reported_size(line)
+            LLAMA_LOAD_LOG.feed(line)
 
     llama_cpp.llama_log_set(_on_log, ctypes.c_void_p(0))
     return _on_log
@@ -198,6 +203,19 @@ class LoadedModel:
         self.quantization = _quantization(meta, self.path)
         # the KV cache llama.cpp allocated (its "llama_kv_cache: size" line); None if unseen
         self.kv_cache_bytes: int | None = None
+        # what llama.cpp said about where the layers and buffers went (None: its log was not
+        # captured), and the stats row's device / offloaded_layers / vram_bytes from it
+        self.placement: Placement | None = None
+        self.where = WhereItRuns()
+
+    @property
+    def block_count(self) -> int | None:
+        arch = self.metadata.get("general.architecture")
+        raw = self.metadata.get(f"{arch}.block_count") if arch else None
+        try:
+            return int(raw) if raw is not None else None
+        except ValueError:
+            return None
 
     @property
     def template_note(self) -> str | None:
@@ -263,6 +281,7 @@ def load_model(params: LoadParams, loader: Loader | None = None) -> LoadedModel:
     while True:
         LLAMA_LOG_TAIL.clear()
         LLAMA_REPORTED_MIB.clear()
+        LLAMA_LOAD_LOG.clear()
         kwargs["n_gpu_layers"] = layers
         try:
             with _tolerant_chat_templates():
@@ -299,7 +318,22 @@ def load_model(params: LoadParams, loader: Loader | None = None) -> LoadedModel:
     log.info("loaded %s in %.0f ms (%s GPU layers)", path.name, load_ms, layers)
     model = LoadedModel(params, llm, load_ms, gpu_layers_used=layers, gpu_note=note)
     model.kv_cache_bytes = round(kv_mib * 1024 * 1024) if kv_mib is not None else None
+    model.placement = LLAMA_LOAD_LOG.placement()
+    model.where = _where(model)
     return model
+
+
+def _where(model: LoadedModel) -> WhereItRuns:
+    """The stats row's device, offloaded layers and GPU memory for ``model``. Never fails a
+    load: a build whose devices cannot be listed names them by ggml's name alone."""
+    from desktop.local import gpu
+
+    placement = model.placement
+    try:
+        devices = gpu.devices() if placement is not None and placement.devices else ()
+    except Exception:  # the device API is optional (gpu.py degrades the same way)
+        devices = ()
+    return where_it_runs(placement, gpu.backend_name(), model.block_count, devices)
 
 
 @contextlib.contextmanager

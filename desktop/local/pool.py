@@ -59,7 +59,8 @@ def gpu_memory() -> tuple[bool, int | None]:
     support = detect()
     if not support.gpu_offload:
         return False, None
-    frees = [d.memory_free for d in support.devices if d.kind != "CPU"]
+    # a software device (llvmpipe) is the CPU again: its "free memory" is RAM, never GPU room
+    frees = [d.memory_free for d in support.devices if d.kind != "CPU" and not d.software]
     if not frees or any(f is None for f in frees):
         return True, None
     return True, sum(f for f in frees if f is not None)

@@ -18,6 +18,7 @@ from desktop.store.migrations_features import (
     m009_mcp_servers,
     m010_tool_steps,
     m011_process_owners,
+    m012_where_it_ran,
 )
 
 
@@ -351,4 +352,5 @@ MIGRATIONS: list[Migration] = [
     ("m009_mcp_servers", m009_mcp_servers),
     ("m010_tool_steps", m010_tool_steps),
     ("m011_process_owners", m011_process_owners),
+    ("m012_where_it_ran", m012_where_it_ran),
 ]

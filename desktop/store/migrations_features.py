@@ -1,7 +1,7 @@
 """Schema steps of the features after the core (see ``migrations.py`` for the rules): compare
 mode (m007), where cached prompt tokens came from (m008), MCP tool servers (m009), tool steps
-(m010), the process that owns each live row (m011). Listed, in order, in
-``migrations.MIGRATIONS``; never edit or reorder a shipped step."""
+(m010), the process that owns each live row (m011), where a local call ran (m012). Listed, in
+order, in ``migrations.MIGRATIONS``; never edit or reorder a shipped step."""
 
 from __future__ import annotations
 
@@ -249,3 +249,22 @@ def m011_process_owners(db: sqlite_utils.Database) -> None:
         # never names the column
         if db[table].exists() and column not in db[table].columns_dict:
             db.execute(f"ALTER TABLE {table} ADD COLUMN {column} INTEGER")
+
+
+STATS_COLUMNS_M012 = (
+    # local, as llama.cpp reported the load (issue 26): the device holding the layers ("CPU",
+    # "Vulkan0 · llvmpipe (software)", "CUDA0 · NVIDIA H200"), the layers offloaded of all
+    # ("0/31", "31/31") and the bytes of its buffers in GPU memory (weights, KV, compute)
+    ("device", "TEXT"),
+    ("offloaded_layers", "TEXT"),
+    ("vram_bytes", "INTEGER"),
+)
+
+
+def m012_where_it_ran(db: sqlite_utils.Database) -> None:
+    """Where a local call ran, from llama.cpp's own load report rather than the n_gpu_layers
+    setting (``backend`` has been there since m001). Rows recorded before keep NULL."""
+    have = {c.name for c in db["inference_stats"].columns}
+    for name, sql_type in STATS_COLUMNS_M012:
+        if name not in have:
+            db.execute(f"ALTER TABLE inference_stats ADD COLUMN {name} {sql_type}")

@@ -16,7 +16,11 @@ import sqlite_utils
 
 from desktop.store import stats_query
 from desktop.store.migrations import STATS_COLUMNS_M005
-from desktop.store.migrations_features import STATS_COLUMNS_M008, STATS_COLUMNS_M010
+from desktop.store.migrations_features import (
+    STATS_COLUMNS_M008,
+    STATS_COLUMNS_M010,
+    STATS_COLUMNS_M012,
+)
 from desktop.store.stats_export import rows_to_csv, rows_to_json
 from desktop.store.stats_query import (
     DATE_HINT,
@@ -87,6 +91,7 @@ STATS_COLUMNS = [
     "prompt_run_id",  # m007: a prompt-set run's call (no message, no conversation)
     *(name for name, _ in STATS_COLUMNS_M008),  # cache_source, cache_restore_ms
     *(name for name, _ in STATS_COLUMNS_M010),  # call_index, tool_calls, tool_ms
+    *(name for name, _ in STATS_COLUMNS_M012),  # device, offloaded_layers, vram_bytes
 ]
 EVERY_CALL = StatsFilter()
 EXPORT_COLUMNS = ["id", *STATS_COLUMNS]  # the keys of one export_rows() dict, in order
