@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from PySide6.QtCore import QRect
-from PySide6.QtGui import QAccessible
+from PySide6.QtCore import QRect, Qt
+from PySide6.QtGui import QAccessible, QImage
 from PySide6.QtWidgets import (
     QAbstractButton,
     QAbstractScrollArea,
@@ -201,3 +201,21 @@ def unnamed_controls(root: QWidget) -> list[str]:
         if not any(ch.isalpha() for ch in name):
             found.append(f"{describe(widget)} has accessible name {name!r}")
     return found
+
+
+def logical_image(widget: QWidget) -> QImage:
+    """``widget.grab()`` as an image addressed in logical pixels, as the tests' points are: at a
+    device pixel ratio other than 1 (QT_SCALE_FACTOR) each logical pixel is sampled from the
+    device pixel under it."""
+    image = widget.grab().toImage()
+    ratio = image.devicePixelRatio()
+    if ratio == 1:
+        return image
+    logical = image.scaled(
+        round(image.width() / ratio),
+        round(image.height() / ratio),
+        Qt.AspectRatioMode.IgnoreAspectRatio,
+        Qt.TransformationMode.FastTransformation,
+    )
+    logical.setDevicePixelRatio(1)
+    return logical

@@ -21,6 +21,7 @@ from desktop.ui.charts import (
     agent_colors,
 )
 from desktop.ui.theme import DARK, LIGHT
+from tests.helpers.widget_checks import logical_image
 
 START = datetime(2026, 11, 20, 9, 0).astimezone()
 
@@ -119,7 +120,7 @@ def test_one_huge_outlier_does_not_flatten_the_other_calls(qtbot: Any) -> None:
 def test_dots_are_painted_in_their_agents_colours(qtbot: Any) -> None:
     rows = _rows({"A": [500.0] * 5, "B": [1500.0] * 5})
     chart = _chart(qtbot, rows)
-    image: QImage = chart.grab().toImage()
+    image: QImage = logical_image(chart)
     colors = agent_colors(["A", "B"], dark=False)
     for index, name in ((0, "A"), (7, "B")):
         p = chart.point_pos(index).toPoint()

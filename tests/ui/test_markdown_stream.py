@@ -25,6 +25,7 @@ from desktop.ui.md_layout import EXACT_CHARS
 from desktop.ui.md_render import BlockItem
 from desktop.ui.md_view import MarkdownView
 from desktop.ui.transcript import Transcript
+from tests.helpers.widget_checks import logical_image
 
 SHOTS = os.environ.get("SIMI_SCREENSHOT_DIR")
 REPLY = """## Why the cache matters
@@ -177,7 +178,7 @@ def test_an_open_code_fence_streams_as_code(qapp: QApplication, view: Transcript
     assert len(advances) == 1, advances
     assert QFontMetricsF(tail.font()).horizontalAdvance("i") == advances.pop()
     # the tail sits in a code box: the box's background is painted around it
-    image = md.grab().toImage()
+    image = logical_image(md)
     box_bg = QColor(theme.current_colors().code_bg)
     inside = tail.geometry().bottomLeft() + QPoint(-4, 3)
     assert image.pixelColor(inside).name() == box_bg.name()
@@ -376,7 +377,7 @@ def test_quotes_have_a_bar_and_tables_a_border(qapp: QApplication, view: Transcr
     quote = next(i for i in md.items if i.block.source.startswith(">"))
     assert quote.doc is not None
     assert quote.doc.begin().blockFormat().property(QTextFormat.Property.BlockQuoteLevel) == 1
-    image = md.grab().toImage()
+    image = logical_image(md)
     bar = image.pixelColor(QPoint(3, int(quote.top + quote.height / 2)))
     assert bar.name() == QColor(theme.current_colors().muted).name()
 
@@ -388,14 +389,14 @@ def test_a_theme_change_renders_the_blocks_again_in_its_colours(
     _finish(qapp, view, REPLY)
     [code] = md.code_items()
     light_doc = code.doc
-    light_bg = md.grab().toImage().pixelColor(QPoint(md.width() - 30, int(code.top) + 40))
+    light_bg = logical_image(md).pixelColor(QPoint(md.width() - 30, int(code.top) + 40))
     theme.install(qapp, dark=True)
     try:
         _settle(qapp)
         [code] = md.code_items()
         md.grab()  # painting builds what the theme change dropped
         assert code.doc is not None and code.doc is not light_doc
-        dark_bg = md.grab().toImage().pixelColor(QPoint(md.width() - 30, int(code.top) + 40))
+        dark_bg = logical_image(md).pixelColor(QPoint(md.width() - 30, int(code.top) + 40))
         assert dark_bg.name() == QColor(theme.current_colors().code_bg).name() != light_bg.name()
         qtbot.mouseClick(code.copy_button, Qt.MouseButton.LeftButton)
         assert code.copy_button.text() == "Copied"  # feedback, then back to "Copy"

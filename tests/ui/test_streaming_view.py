@@ -72,6 +72,10 @@ class _BodyPaint(QObject):
 def _on_screen_matches_fresh_render(app: QApplication, transcript: Transcript) -> bool:
     screen = app.primaryScreen().grabWindow(transcript.winId()).toImage()
     fresh = transcript.grab().toImage()
+    if screen.size() != fresh.size():
+        # under QT_SCALE_FACTOR (scripts/test-matrix scale-1.5) the offscreen platform's
+        # grabWindow returns the top-left crop, window-sized, of the device pixels: compare that
+        fresh = fresh.copy(0, 0, screen.width(), screen.height())
     fmt = QImage.Format.Format_RGB32
     return screen.convertToFormat(fmt) == fresh.convertToFormat(fmt)
 

@@ -14,6 +14,7 @@ from desktop.store.agents import Agent
 from desktop.ui import theme
 from desktop.ui.timeline_chart import kind_color
 from tests.helpers.timeline_rows import LOCAL_FIRST, REMOTE_SERVER
+from tests.helpers.widget_checks import logical_image
 
 OPENAI_BARE: dict[str, Any] = {
     "provider_kind": "openai",
@@ -245,10 +246,10 @@ def test_dark_theme_draws_with_dark_colours(
         theme.install(qapp, dark=True)
         panel = _open(qtbot, window, services, LOCAL_FIRST)
         qapp.processEvents()
-        image = panel.grab().toImage()
+        image = logical_image(panel)
         assert image.pixelColor(4, 4).lightnessF() < 0.3  # the window behind
         load = panel.chart.segment_rects()["load"]
-        chart = panel.chart.grab().toImage()
+        chart = logical_image(panel.chart)
         at = load.center().toPoint()
         assert chart.pixelColor(at.x(), load.top() + 2) == kind_color("load", True)
         assert panel.fact_values["prompt"].palette().windowText().color().lightnessF() > 0.6
