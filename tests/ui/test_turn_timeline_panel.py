@@ -25,7 +25,7 @@ from tests.chat.test_tool_turns import always, answer, call, run_turn
 from tests.chat.test_turn_timeline import CALL1, CALL2, step
 from tests.helpers.fault_server import FaultServer
 from tests.helpers.tool_turns import add_mcp_server, tool_agent
-from tests.helpers.widget_checks import cut_labels, overlaps, unnamed_controls
+from tests.helpers.widget_checks import cut_labels, logical_image, overlaps, unnamed_controls
 
 
 def settle(qapp: QApplication) -> None:
@@ -65,7 +65,7 @@ def test_two_calls_show_the_turn_to_scale_with_its_totals(qtbot: Any, qapp: Any)
     # the tool is a colour of its own, in the chart and in its legend swatch
     others = {kind_color(k, False).name() for k in ("call", "wait", "gap")}
     assert kind_color("tool", False).name() not in others
-    chart = panel.turn_chart.grab().toImage()
+    chart = logical_image(panel.turn_chart)
     at = rects["tool0"].center().toPoint()
     assert chart.pixelColor(at.x(), int(rects["tool0"].top()) + 2) == kind_color("tool", False)
     swatches = [w for w in panel.findChildren(QLabel) if w.property("kind") == "tool"]
