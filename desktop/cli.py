@@ -204,6 +204,9 @@ def _wants_verbose_version(argv: Sequence[str]) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from desktop.local.libraries import choose_at_start
+
+    choose_at_start()  # which llama.cpp build, before anything loads one
     if _wants_verbose_version(sys.argv[1:] if argv is None else argv):
         from desktop.identity import price_check, verbose_text
 

@@ -8,7 +8,6 @@ here, and nothing imports PySide6 unless the caller already has.
 
 from __future__ import annotations
 
-import importlib.util
 import platform
 import sys
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from pathlib import Path
 
 from desktop import APP_NAME, __version__
 from desktop.local.gpu import _backend_from_libs
+from desktop.local.libraries import active_folder, builds, choose_at_start
 from desktop.local.starter import STARTER_MODEL_NAME, starter_model_path
 from desktop.settings.paths import AppPaths
 
@@ -93,27 +93,22 @@ def _qt() -> str:
 
 
 def llama_lib_dir() -> Path | None:
-    """llama_cpp's library folder, found without importing the package."""
-    try:
-        spec = importlib.util.find_spec("llama_cpp")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for folder in spec.submodule_search_locations:
-        lib = Path(folder) / "lib"
-        if lib.is_dir():
-            return lib
-    return None
+    """The library folder of the llama.cpp build this process uses, found without importing
+    the package (``desktop.local.libraries``)."""
+    return active_folder()
 
 
 def llama_backend() -> str:
     """CPU, or the GPU backend whose library this llama.cpp build ships; "unavailable" when
-    llama-cpp-python is not installed."""
+    llama-cpp-python is not installed. With two builds installed (the package's CPU and
+    Vulkan), which one this start chose and why."""
     lib = llama_lib_dir()
     if lib is None:
         return "unavailable"
-    return _backend_from_libs(lib) or "CPU"
+    backend = _backend_from_libs(lib) or "CPU"
+    if len(builds()) > 1:
+        backend += f" (of {', '.join(sorted(builds()))}: {choose_at_start().why})"
+    return backend
 
 
 def identity(paths: AppPaths | None = None) -> Identity:

@@ -66,6 +66,26 @@ for f in "$lib"/lib*.so*; do
   fi
 done
 
+# VULKAN=1: the Vulkan build of the same llama-cpp-python beside the CPU one, in
+# llama_cpp/lib-vulkan; the app loads it when it finds a real Vulkan GPU at start
+# (desktop/local/libraries.py), else the CPU build in llama_cpp/lib. Built once into the wheel
+# cache (scripts/lib.sh llama_wheel: about 11 minutes on 2 cores), portable when PORTABLE=1.
+if [[ "${VULKAN:-0}" == 1 ]]; then
+  missing=$(vulkan_missing_packages)
+  # shellcheck disable=SC2086  # one word per package
+  [[ -z "$missing" ]] || install_system_packages $missing
+  vk_cmake=""
+  [[ "${PORTABLE:-0}" != 1 ]] || vk_cmake=$(portable_cmake_args)
+  wheel=$(VENV="$venv" llama_wheel vulkan "$vk_cmake")
+  have=$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("llama_cpp_python"))')
+  if [[ $(basename "$wheel") != "llama_cpp_python-$have-"* ]]; then
+    echo "build-bundle: the Vulkan wheel $(basename "$wheel") is not llama-cpp-python $have, the version of the bundle's Python code" >&2
+    exit 1
+  fi
+  rm -rf "$dist/simi-multi/_internal/llama_cpp/lib-vulkan"
+  python3 packaging/unpack-libs.py "$wheel" "$dist/simi-multi/_internal/llama_cpp/lib-vulkan"
+fi
+
 # Debug info out of the libraries that carry it (libpython: ~18 MiB). Never numpy.libs: a
 # stripped OpenBLAS fails to load ("ELF load command address/offset not page-aligned").
 find "$dist/simi-multi/_internal" -type f -name '*.so*' ! -path '*/numpy.libs/*' -print0 \
@@ -95,5 +115,15 @@ EOF
 SIMI_HOME="$home" QT_QPA_PLATFORM=offscreen SIMI_SCREENSHOT="$home/window.png" "$app"
 test -s "$home/window.png"
 SIMI_HOME="$home" QT_QPA_PLATFORM=offscreen SIMI_EXIT_AFTER_FIRST_PAINT=1 "$app"
+if [[ -d "$dist/simi-multi/_internal/llama_cpp/lib-vulkan" ]]; then
+  # Two builds: with no GPU here the start keeps the CPU one (the reply above); forced, the
+  # Vulkan one loads where the Vulkan loader is installed.
+  SIMI_HOME="$home" "$app" --version --verbose | grep '^Backend: CPU (of cpu, vulkan: '
+  if ldconfig -p | grep -q 'libvulkan\.so\.1 '; then
+    SIMI_LLAMA_LIBS=vulkan SIMI_HOME="$home" "$app" --version --verbose \
+      | grep '^Backend: Vulkan (of cpu, vulkan: SIMI_LLAMA_LIBS=vulkan)$'
+  fi
+  du -sm "$dist/simi-multi/_internal/llama_cpp/lib-vulkan"
+fi
 du -sm "$dist/simi-multi"
 echo "bundle OK: $app"

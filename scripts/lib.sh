@@ -2,6 +2,12 @@
 # Shared by scripts/install-and-run and scripts/test.
 VENV="${SIMI_VENV:-.venv}"
 PYTHON="${PYTHON:-python3}"
+SIMI_SCRIPTS=${BASH_SOURCE[0]%/*}  # this folder (no dirname: the tests' PATH is minimal)
+[[ "$SIMI_SCRIPTS" != "${BASH_SOURCE[0]}" ]] || SIMI_SCRIPTS=.
+SIMI_SCRIPTS=$(cd "$SIMI_SCRIPTS" && pwd)
+# The llama-cpp-python every build installs (the CPU build from PyPI's sdist, a Vulkan build
+# from the same sdist patched by scripts/vulkan-old-headers.py).
+LLAMA_CPP_SPEC="llama-cpp-python>=0.3.9,<0.4"
 
 # Qt (offscreen and X11), a compiler for llama.cpp, Python's venv and headers.
 RUNTIME_APT_PACKAGES=(
@@ -64,9 +70,10 @@ make_venv() {
 CUDA_DEFAULT_HOME="${SIMI_CUDA_DEFAULT_HOME:-/usr/local/cuda}"
 ROCM_DEFAULT_HOME="${ROCM_PATH:-/opt/rocm}"
 SYSTEM_INCLUDE_DIR="${SIMI_INCLUDE_DIR:-/usr/include}"
-# The oldest Vulkan headers llama-cpp-python 0.3.36's ggml-vulkan compiles with
-# (VK_EXT_layer_settings: 1.3.272; Debian 12 ships 1.3.239, ../shared/docs/PLATFORM_NOTES.md).
-VULKAN_MIN_HEADER=272
+# The oldest Vulkan headers a Vulkan build is known to compile with: Debian 12's 1.3.239, once
+# scripts/vulkan-old-headers.py has guarded ggml-vulkan's use of VK_EXT_layer_settings (from
+# 1.3.272; ../shared/docs/PLATFORM_NOTES.md). Older headers were never tried.
+VULKAN_MIN_HEADER=239
 
 find_tool() {
   # find_tool NAME [DIR...]: the path of NAME on PATH, else in the first DIR that has it.
@@ -304,19 +311,43 @@ build_llama_wheel() {
   # with LOG, pip's whole output goes there (a GPU build), else errors reach the terminal.
   local cache=$1 flags=$2 cmake=$3 log=${4:-}
   mkdir -p "$cache"
+  [[ -z "$log" ]] || : >"$log"
   local hipconfig
   if [[ "$cmake" == *GGML_HIP=on* ]] && hipconfig=$(find_tool hipconfig "$ROCM_DEFAULT_HOME/bin"); then
     # llama.cpp's HIP build compiles with ROCm's clang (docs/build.md)
     HIPCXX="$("$hipconfig" -l)/clang" HIP_PATH="$("$hipconfig" -R)"
     export HIPCXX HIP_PATH
   fi
-  local pip=("$VENV/bin/pip" wheel --disable-pip-version-check --no-deps --no-cache-dir
-    -w "$cache" "llama-cpp-python>=0.3.9,<0.4")
-  if [[ -n "$log" ]]; then
-    CMAKE_ARGS="$cmake" CFLAGS="$flags" CXXFLAGS="$flags" "${pip[@]}" >"$log" 2>&1
-  else
-    CMAKE_ARGS="$cmake" CFLAGS="$flags" CXXFLAGS="$flags" "${pip[@]}" --quiet
+  local source="$LLAMA_CPP_SPEC" tmp="" status=0
+  if [[ "$cmake" == *GGML_VULKAN=on* ]]; then
+    # From the sdist, with ggml-vulkan guarded for Vulkan headers older than 1.3.272
+    tmp=$(mktemp -d)
+    if ! source=$(vulkan_source "$tmp" 2>>"${log:-/dev/stderr}"); then
+      rm -rf "$tmp"
+      return 1
+    fi
   fi
+  local pip=("$VENV/bin/pip" wheel --disable-pip-version-check --no-deps --no-cache-dir
+    -w "$cache" "$source")
+  if [[ -n "$log" ]]; then
+    CMAKE_ARGS="$cmake" CFLAGS="$flags" CXXFLAGS="$flags" "${pip[@]}" >>"$log" 2>&1 || status=$?
+  else
+    CMAKE_ARGS="$cmake" CFLAGS="$flags" CXXFLAGS="$flags" "${pip[@]}" --quiet || status=$?
+  fi
+  [[ -z "$tmp" ]] || rm -rf "$tmp"
+  return $status
+}
+
+vulkan_source() {
+  # vulkan_source DIR: llama-cpp-python's sdist ($LLAMA_CPP_SPEC) unpacked into DIR with
+  # ggml-vulkan patched for older Vulkan headers; prints the source folder.
+  local dir=$1 sdist
+  "$VENV/bin/pip" download --quiet --disable-pip-version-check --no-binary :all: --no-deps \
+    -d "$dir" "$LLAMA_CPP_SPEC" >&2 || return 1
+  sdist=$(compgen -G "$dir/llama_cpp_python-*.tar.gz" | head -n 1) || return 1
+  tar -xzf "$sdist" -C "$dir" || return 1
+  "$VENV/bin/python" "$SIMI_SCRIPTS/vulkan-old-headers.py" "${sdist%.tar.gz}" >&2 || return 1
+  echo "${sdist%.tar.gz}"
 }
 
 build_failure_reason() {
@@ -340,6 +371,44 @@ install_wheel() {
   "$VENV/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps "$1"
   # its own dependencies (numpy, jinja2, diskcache, ...) and the server extra's, from PyPI
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "${1}[server]"
+}
+
+cpu_flags() {
+  # The compiler flags every llama.cpp build here uses (see install_llama_cpp).
+  if [[ $(uname -m) == x86_64 ]]; then
+    echo "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+  fi
+}
+
+portable_cmake_args() {
+  # CMake switches for a llama.cpp that runs on other machines than this one (the package's):
+  # generic x86-64 plus AVX2, FMA, F16C (any x86-64 CPU from about 2013 on).
+  if [[ $(uname -m) == x86_64 ]]; then
+    echo "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+  else
+    echo "-DGGML_NATIVE=OFF"
+  fi
+}
+
+llama_wheel() {
+  # llama_wheel BACKEND [CMAKE_ARGS]: the path of a llama-cpp-python wheel built for BACKEND
+  # with the person's CMAKE_ARGS (or the given ones), from the cache or built into it now (its
+  # log in the cache folder). Installs nothing; fails with the build's first error line.
+  local backend=$1 flags cmake key cache wheel
+  flags=$(cpu_flags)
+  cmake=$(CMAKE_ARGS="${2-${CMAKE_ARGS:-}}" llama_cmake_args "$backend")
+  key=$(llama_wheel_key "$backend" "$flags" "$cmake")
+  cache="${XDG_CACHE_HOME:-$HOME/.cache}/simi-multi/llama-cpp-wheels/$key"
+  wheel=$(cached_wheel "$cache")
+  if [[ -z "$wheel" ]]; then
+    step "Building llama.cpp with $(backend_label "$backend") (once, 5-15 minutes; log: $cache/build.log)" >&2
+    if ! build_llama_wheel "$cache" "$flags" "$cmake" "$cache/build.log"; then
+      echo "the $(backend_label "$backend") build failed: $(build_failure_reason "$cache/build.log") (log: $cache/build.log)" >&2
+      return 1
+    fi
+    wheel=$(cached_wheel "$cache")
+  fi
+  [[ -n "$wheel" ]] && echo "$wheel"
 }
 
 install_llama_cpp() {

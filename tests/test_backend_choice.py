@@ -251,20 +251,25 @@ def test_vulkan_build_needs_missing_and_no_apt_is_cpu(sh: Shell) -> None:
         "Vulkan GPU AMD Radeon RX 7900 XTX (RADV NAVI31) found "
         "(apt will install glslc libvulkan-dev spirv-headers)",
     )
-    # Debian 12's apt has 1.3.239: no Vulkan build that cannot compile
+    # Debian 12's apt has 1.3.239: that builds (patched); Ubuntu 22.04's 1.3.204 was never tried
     sh.stub("apt-cache", 'echo "libvulkan-dev:"; echo "  Candidate: 1.3.239.0-1"')
+    assert sh.choose()[0] == "vulkan"
+    sh.stub("apt-cache", 'echo "libvulkan-dev:"; echo "  Candidate: 1.3.204.1-2"')
     backend, reason = sh.choose()
-    assert backend == "cpu" and "Vulkan headers are 1.3.239" in reason
+    assert backend == "cpu" and "Vulkan headers are 1.3.204" in reason
 
 
-def test_vulkan_headers_too_old_for_llama_cpp_is_cpu(sh: Shell) -> None:
-    # Debian 12's 1.3.239: ggml-vulkan does not compile (PLATFORM_NOTES); no 11-minute try
+def test_debian_12_vulkan_headers_build_and_older_ones_are_cpu(sh: Shell) -> None:
+    # Debian 12's 1.3.239 builds once scripts/vulkan-old-headers.py guards ggml-vulkan's
+    # VK_EXT_layer_settings (1.3.272); nothing older was ever tried: no 11-minute gamble
     sh.stub("vulkaninfo", vulkaninfo(RADEON))
     sh.stub("glslc", GLSLC)
     sh.vulkan_headers(239)
+    assert sh.choose()[0] == "vulkan"
+    sh.vulkan_headers(204)  # Ubuntu 22.04's
     backend, reason = sh.choose()
     assert backend == "cpu"
-    assert "Vulkan headers are 1.3.239 and llama.cpp needs 1.3.272 or newer" in reason
+    assert "Vulkan headers are 1.3.204 and llama.cpp needs 1.3.239 or newer" in reason
 
 
 def test_rocm_gfx_agent_and_hipcc_choose_hip(sh: Shell) -> None:
@@ -437,7 +442,13 @@ def test_cpu_install_from_before_backends_is_left_alone(sh: Shell) -> None:
 
 
 def test_scripts_are_clean_bash() -> None:
-    scripts = ["scripts/lib.sh", "scripts/install-and-run", "scripts/test", "scripts/gpu-proof"]
+    scripts = [
+        "scripts/lib.sh",
+        "scripts/install-and-run",
+        "scripts/test",
+        "scripts/gpu-proof",
+        "scripts/test-gpu-path",
+    ]
     for script in scripts:
         assert subprocess.run(["bash", "-n", str(ROOT / script)]).returncode == 0
     if shutil.which("shellcheck"):
@@ -445,3 +456,48 @@ def test_scripts_are_clean_bash() -> None:
             ["shellcheck", "-x", *scripts], cwd=ROOT, capture_output=True, text=True
         )
         assert done.returncode == 0, done.stdout
+
+
+# A pip whose `download` makes an sdist holding a ggml-vulkan.cpp shaped like llama.cpp's
+# (instance created with layer settings) and whose `wheel` keeps the source it was given.
+SDIST_PIP = """case "$1" in
+  download)
+    while [ $# -gt 0 ]; do [ "$1" = -d ] && dir=$2; shift; done
+    src="$dir/llama_cpp_python-0.3.36/vendor/llama.cpp/ggml/src/ggml-vulkan"
+    mkdir -p "$src"
+    cp "{cpp}" "$src/ggml-vulkan.cpp"
+    tar -czf "$dir/llama_cpp_python-0.3.36.tar.gz" -C "$dir" llama_cpp_python-0.3.36
+    rm -r "$dir/llama_cpp_python-0.3.36" ;;
+  wheel)
+    for a in "$@"; do last=$a; done
+    echo "wheel from $last CMAKE_ARGS=$CMAKE_ARGS" >> "{log}"
+    cat "$last/vendor/llama.cpp/ggml/src/ggml-vulkan/ggml-vulkan.cpp" >> "{log}"
+    while [ $# -gt 0 ]; do [ "$1" = -w ] && dir=$2; shift; done
+    : > "$dir/llama_cpp_python-0.3.36-cp311-cp311-linux_x86_64.whl" ;;
+esac"""
+
+
+def test_a_vulkan_wheel_is_built_from_the_sdist_patched_for_older_headers(sh: Shell) -> None:
+    import sys
+
+    from tests.test_vulkan_old_headers import SHAPED_LIKE_LLAMA_CPP
+
+    for tool in ("tar", "gzip", "mktemp", "rm", "cp", "find"):
+        (sh.tools / tool).symlink_to(shutil.which(tool) or tool)
+    cpp = sh.tmp / "ggml-vulkan.cpp"
+    cpp.write_text(SHAPED_LIKE_LLAMA_CPP)
+    venv, log = sh.tmp / "venv", sh.tmp / "pip.log"
+    sh.stub("pip", SDIST_PIP.format(cpp=cpp, log=log), venv / "bin")
+    sh.stub("python", f'exec "{sys.executable}" "$@"', venv / "bin")
+    done = sh.run('llama_wheel vulkan "$(portable_cmake_args)"', SIMI_VENV=str(venv))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip().endswith("llama_cpp_python-0.3.36-cp311-cp311-linux_x86_64.whl")
+    built = log.read_text()
+    assert "-DGGML_NATIVE=OFF" in built and "-DGGML_VULKAN=on" in built
+    assert "#ifdef VK_EXT_layer_settings" in built  # pip built the patched source
+    # the second call takes the cached wheel: nothing built
+    again = sh.run('llama_wheel vulkan "$(portable_cmake_args)"', SIMI_VENV=str(venv))
+    assert again.stdout == done.stdout.splitlines()[-1] + "\n" and log.read_text() == built
+    # a CPU build still comes straight from PyPI, unpatched
+    assert sh.run("llama_wheel cpu", SIMI_VENV=str(venv)).returncode == 0
+    assert "wheel from llama-cpp-python>=0.3.9,<0.4 CMAKE_ARGS=\n" in log.read_text()

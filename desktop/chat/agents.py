@@ -211,16 +211,19 @@ class AgentService:
         another path, port or kind on the same host, the saved key follows, unless the endpoint
         it lands on has one of its own; moved to another host (or from https:// to http://),
         it stays behind and the new endpoint has no key until one is given. A local agent
-        whose context was left empty gets Settings' context size, as a new one does."""
+        whose context or GPU layers were left empty gets the defaults a new one gets."""
         assert agent.id is not None
         before = self._store.get(agent.id)
         agent = normalise(agent)
         errors = validate(agent, self._store.list())
         if errors:
             raise ValidationError(errors)
-        if agent.is_local and agent.n_ctx is None and self._local_defaults is not None:
-            n_ctx = self._local_defaults(agent).get("n_ctx")
-            agent = agent.with_changes(n_ctx=n_ctx)
+        empty = agent.n_ctx is None or agent.n_gpu_layers is None
+        if agent.is_local and empty and self._local_defaults is not None:
+            defaults = self._local_defaults(agent)
+            agent = agent.with_changes(
+                **{k: defaults[k] for k in ("n_ctx", "n_gpu_layers") if k in defaults}
+            )
         updated = self._store.update(agent)
         if api_key and updated.key_ref is not None:
             self._set_key(updated.key_ref, api_key)
@@ -306,8 +309,10 @@ class AgentService:
     def ensure_starter(self) -> Agent | None:
         """Create the ready local agent on first launch (when the starter wheel is present),
         with Settings' context size (automatic: from the model's trained context and the
-        memory estimate). A starter made by an older version, whose context was the old
-        2,048 default and never edited, gets the same; a size someone chose is kept."""
+        memory estimate) and every layer on the GPU when it fits there, else none (the GPU
+        layers rule of ``local_defaults``). A starter made by an older version, whose context
+        was the old 2,048 default and never edited, gets the same context; a size someone
+        chose is kept."""
         existing = self._store.by_name(STARTER_AGENT_NAME)
         if existing is not None:
             return self._upgrade_starter(existing)
@@ -321,7 +326,6 @@ class AgentService:
             temperature=0.7,
             top_p=0.95,
             model_path=STARTER_REF,
-            n_gpu_layers=0,
         )
         if self._local_defaults is not None:
             starter = starter.with_changes(**self._local_defaults(starter))
@@ -329,6 +333,7 @@ class AgentService:
             starter.with_changes(
                 n_ctx=starter.n_ctx or OLD_STARTER_N_CTX,
                 max_tokens=starter.max_tokens or STARTER_MAX_TOKENS,
+                n_gpu_layers=starter.n_gpu_layers or 0,
             )
         )
 

@@ -33,6 +33,7 @@ from desktop.llm.errors import ContextTooLong, LocalModelError
 from desktop.llm.events import Queued, StreamEvent, Timing
 from desktop.llm.provider import ChatRequest
 from desktop.local.loading import LoadParams
+from desktop.local.placement import LoadReport
 from desktop.local.worker import received, worker_main
 
 log = logging.getLogger("simi.local")
@@ -135,6 +136,10 @@ class WorkerClient:
         # llama.cpp's own figures for the last request, a stopped one too (its Timing arrives
         # while the client waits for the worker to stop, after the consumer has gone).
         self.last_timing: Timing | None = None
+        # Where the worker's model runs, as the worker said after its last load (None: no
+        # process). Set on the reader thread before the "ready" or "busy" that follows the
+        # load is seen; while another load runs it is the previous model's (``state`` says).
+        self.load_report: LoadReport | None = None
 
     # process lifecycle -----------------------------------------------------------------------
     @property
@@ -197,6 +202,8 @@ class WorkerClient:
                 self._post((generation, "state", None, message[1], message[2]))
             elif tag == "cache_info" and generation == self._generation:
                 self.cache_bytes, self.cache_states = message[1], message[2]
+            elif tag == "placement" and generation == self._generation:
+                self.load_report = message[1]
             elif tag in ("accepted", "event", "done", "error"):
                 self._post((generation, *message))
         process.join(timeout=5)
@@ -235,6 +242,7 @@ class WorkerClient:
                 self._conn.close()
         self._process = self._conn = self._flag = self._sender = None
         self.params = None
+        self.load_report = None
         self.cache_bytes = self.cache_states = 0
 
     def shutdown(self, timeout: float = 3.0) -> None:

@@ -118,12 +118,11 @@ def _device_label(d: Device) -> str:
 
 
 def _lib_dir() -> Path | None:
-    try:
-        import llama_cpp
-    except ImportError:
-        return None
-    folder = Path(llama_cpp.__file__).parent / "lib"
-    return folder if folder.is_dir() else None
+    """The folder of the llama.cpp build this process loads (``desktop.local.libraries``)."""
+    from desktop.local.libraries import active_folder
+
+    folder = active_folder()
+    return folder if folder is not None and folder.is_dir() else None
 
 
 def _backend_from_libs(lib_dir: Path | None) -> str | None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from desktop.llm.errors import LocalModelError
-from desktop.local.placement import LoadLog, Placement, WhereItRuns, where_it_runs
+from desktop.local.placement import LoadLog, LoadReport, Placement, WhereItRuns, where_it_runs
 
 log = logging.getLogger("simi.local")
 
@@ -216,6 +216,17 @@ class LoadedModel:
             return int(raw) if raw is not None else None
         except ValueError:
             return None
+
+    @property
+    def report(self) -> LoadReport:
+        """What the worker tells the app about this load (``desktop.local.worker``)."""
+        return LoadReport(
+            str(self.params.model_path),
+            self.placement,
+            self.where,
+            self.gpu_layers_used,
+            self.gpu_note,
+        )
 
     @property
     def template_note(self) -> str | None:

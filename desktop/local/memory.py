@@ -158,6 +158,29 @@ def compute_buffer_bytes(
     return int(max(logits, scores) + 0.15 * scores + activations)
 
 
+def gpu_layers_for(
+    info: ModelInfo,
+    n_ctx: int,
+    gpu_offload: bool,
+    vram_free: int | None,
+    kv_type: str | None = "f16",
+    *,
+    n_batch: int = 512,
+    flash_attn: bool = False,
+) -> int:
+    """The GPU layers a new local agent gets when nobody chose them: -1 (all layers) when the
+    build offloads and the whole model's GPU estimate fits ``vram_free`` (the free memory of
+    the real GPUs, ``desktop.local.pool.gpu_memory``; a software device such as llvmpipe has
+    none), else 0. One rule for every new agent: "New agent from this model", a blank one in
+    the editor, the starter."""
+    if not gpu_offload or vram_free is None:
+        return 0
+    need = estimate(
+        info, n_ctx, kv_type, -1, n_batch=n_batch, flash_attn=flash_attn, gpu_offload=True
+    )
+    return -1 if need.vram <= vram_free else 0
+
+
 def format_bytes(n: float) -> str:
     for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
         if n >= size:

@@ -6,6 +6,8 @@ backend say it) and every buffer it allocated, per device ("Vulkan0 model buffer
 92.10 MiB", "… KV buffer size", "… compute buffer size"). ``LoadLog`` reads those lines as
 they come (``desktop.local.loading`` feeds it from the log callback) and ``Placement`` is the
 result: the figures the stats row and the timeline show, not the setting that asked for them.
+``LoadReport`` is what the worker sends the app after each load (the Models page shows it;
+``buffers_text`` words its buffers).
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ if TYPE_CHECKING:
     from desktop.local.gpu import Device
 
 MIB = 1024 * 1024
+# How the buffers' kinds read, in the order they are listed (the output buffer, the logits
+# of one batch, a fraction of a MiB, is left out)
+KIND_WORDS = {"weights": "weights", "kv_cache": "KV cache", "compute": "compute"}
 
 # load_tensors: offloaded 31/31 layers to GPU
 _OFFLOADED = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")
@@ -167,3 +172,48 @@ def device_label(name: str, devices: Sequence[Device] = ()) -> str:
         if dev.name == name:
             return f"{name} · {dev.label}" if dev.label else name
     return name
+
+
+@dataclass(frozen=True, slots=True)
+class LoadReport:
+    """What the worker tells the app after each load (``desktop.local.worker``'s "placement"
+    message): ``placement`` (None when llama.cpp's log was not captured), the stats figures
+    from it (``where``, named with the worker's devices), the GPU layers llama.cpp was given
+    (fewer than asked after an out-of-memory retry) and the note that says so."""
+
+    model_path: str
+    placement: Placement | None = None
+    where: WhereItRuns = field(default_factory=WhereItRuns)
+    gpu_layers: int = 0
+    note: str | None = None
+
+
+def buffers_text(placement: Placement | None) -> str:
+    """ "Vulkan0: weights 92.1 MiB · KV cache 45.0 MiB · compute 98.3 MiB; CPU: weights
+    28.7 MiB · …": what llama.cpp allocated, per device, the devices with layers first. The
+    machine's RAM (the CPU's own buffers, mapped weights, a GPU backend's host buffers) is one
+    "CPU" entry, last; the tiny output buffer is left out. "" when the load did not say."""
+    from desktop.local.memory import format_bytes
+
+    if placement is None:
+        return ""
+    groups: dict[str, dict[str, int]] = {}
+    for device, kinds in placement.buffers.items():
+        name = "CPU" if is_host_buffer(device) else device
+        sizes = groups.setdefault(name, {})
+        for kind, size in kinds.items():
+            sizes[kind] = sizes.get(kind, 0) + size
+    order = [d for d in placement.devices if d in groups]
+    order += sorted(d for d in groups if d not in order and d != "CPU")
+    order += ["CPU"] if "CPU" in groups else []
+    parts = []
+    for device in order:
+        sizes = groups[device]
+        words = [
+            f"{word} {format_bytes(sizes[kind])}"
+            for kind, word in KIND_WORDS.items()
+            if sizes.get(kind)
+        ]
+        if words:
+            parts.append(f"{device}: {' · '.join(words)}")
+    return "; ".join(parts)

@@ -55,15 +55,13 @@ def gpu_memory() -> tuple[bool, int | None]:
     device does not say). Imports llama_cpp (the library, never a model): call it off the
     event loop."""
     from desktop.local.gpu import detect
+    from desktop.local.gpu_text import free_gpu_memory
 
     support = detect()
     if not support.gpu_offload:
         return False, None
     # a software device (llvmpipe) is the CPU again: its "free memory" is RAM, never GPU room
-    frees = [d.memory_free for d in support.devices if d.kind != "CPU" and not d.software]
-    if not frees or any(f is None for f in frees):
-        return True, None
-    return True, sum(f for f in frees if f is not None)
+    return True, free_gpu_memory(support.devices)
 
 
 def estimate_for(info: ModelInfo, params: LoadParams, gpu_offload: bool) -> MemoryEstimate:

@@ -17,6 +17,7 @@ from desktop.local.catalog import InfoCache, ModelFileError, ModelInfo
 from desktop.local.client import ModelState, WorkerClient
 from desktop.local.loading import LoadParams, usable_cpus
 from desktop.local.memory import MemoryEstimate
+from desktop.local.placement import LoadReport
 from desktop.local.prompt_cache import (
     DEFAULT_PROMPT_CACHE_MB,
     DEFAULT_SAVED_STATES_MB,
@@ -218,6 +219,20 @@ class LocalRuntime:
         that hold that file (or failed loading it), "unloaded" when none does."""
         states = [_state_of(worker, model_path) for worker in list(self.workers)]
         return next(s for s in _PRECEDENCE if s in states or s == "unloaded")
+
+    def placement_of(self, model_path: str) -> LoadReport | None:
+        """Where the model of ``model_path`` runs, as llama.cpp reported at its load (layers,
+        devices, buffers per device; the worker sends it after each load): from a worker that
+        holds that file, ready or answering. None when none does."""
+        for worker in list(self.workers):
+            report = worker.load_report
+            if (
+                report is not None
+                and report.model_path == model_path
+                and _state_of(worker, model_path) in ("ready", "busy")
+            ):
+                return report
+        return None
 
     # requests --------------------------------------------------------------------------------
     async def stream(self, params: LoadParams, request: ChatRequest) -> AsyncIterator[StreamEvent]:

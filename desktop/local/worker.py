@@ -9,11 +9,16 @@ Protocol (pickled tuples over a multiprocessing Pipe; the app side is ``desktop.
     worker -> app   ("accepted", req_id) | ("state", name, detail) | ("event", req_id, StreamEvent)
                     | ("done", req_id) | ("error", req_id, kind, message, extra)
                     | ("pong", info) | ("unloaded",) | ("log", level, logger, text)
-                    | ("cache_info", memory_bytes, states)
+                    | ("cache_info", memory_bytes, states) | ("placement", LoadReport)
 
 The app's reader thread tags each message with the worker's generation (the client's count of
 processes started) before handing it on, and adds the death notice ``("died", req_id,
 exitcode)`` when the pipe closes; answers are matched by generation and request id.
+
+"placement" follows every load, before the "state" message that says the model is ready
+(or busy): a ``desktop.local.placement.LoadReport`` (a frozen dataclass of plain values) with
+where llama.cpp put the layers and buffers, the GPU layers it was given, and the note of an
+out-of-memory retry. The client keeps the last one (``WorkerClient.load_report``).
 
 The worker's own log records (and the tracebacks of its unexpected failures) travel as "log"
 messages and are written to the app's log; nothing of the worker is printed to stderr.
@@ -102,12 +107,22 @@ def received(conn: Any) -> Iterator[Any]:
 
 def _serve(conn: Any, raw_flag: Any, send: Any, raw_threads: Any = None) -> None:
     from desktop.local.engine import LocalEngine
+    from desktop.local.libraries import preload_from_env
     from desktop.local.loading import capture_llama_logs
 
+    preload_from_env()  # the build the app chose, before anything loads llama.cpp
     _import_llama_quietly(capture_llama_logs)
     flag = SharedFlag(raw_flag)
     engine = LocalEngine()
     engine.thread_budget = raw_threads
+    reported: list[Any] = [None]  # the loaded model the app last heard about
+
+    def report_load() -> None:
+        """Tell the app where a model loaded since the last report runs."""
+        model = engine.loaded
+        if model is not None and model is not reported[0]:
+            send("placement", model.report)
+        reported[0] = model
 
     for message in received(conn):
         op = message[0]
@@ -128,6 +143,7 @@ def _serve(conn: Any, raw_flag: Any, send: Any, raw_threads: Any = None) -> None
             try:
                 send("state", "loading", os.path.basename(params.model_path))
                 engine.preload(params)
+                report_load()
                 send("state", "ready", "")
             except UserError as exc:
                 send("error", None, exc.kind, exc.user_message, _extra(exc))
@@ -141,6 +157,7 @@ def _serve(conn: Any, raw_flag: Any, send: Any, raw_threads: Any = None) -> None
                 if engine.loaded is None or engine.loaded.params != params:
                     send("state", "loading", os.path.basename(params.model_path))
                     engine.ensure_loaded(params)
+                    report_load()
                 send("state", "busy", "")
                 _stream(engine.generate(params, request, flag), req_id, send)
                 send("done", req_id)
@@ -155,6 +172,7 @@ def _serve(conn: Any, raw_flag: Any, send: Any, raw_threads: Any = None) -> None
                 send("error", req_id, "local_model", f"llama.cpp failed: {exc}", {})
             finally:
                 flag.clear()
+                report_load()  # a file changed on disk is reloaded within the request
                 send("state", "ready" if engine.loaded is not None else "unloaded", "")
     engine.unload()
 

@@ -46,7 +46,8 @@ class LocalSection:
         self.browse.clicked.connect(self._browse)
         form.add(self.group, "model_path", "Model file", row(self.model_picker, self.browse))
         self.n_ctx = line("automatic (from the model and memory)")
-        self.n_gpu_layers = line("0  (-1 = all layers)")
+        # empty: all layers when the model fits the GPU's free memory, else none
+        self.n_gpu_layers = line("automatic  (-1 = all, 0 = none)")
         self.n_threads = line("automatic")
         self.n_batch = line("512")
         self.main_gpu = line("0  (first GPU)")

@@ -6,7 +6,8 @@ Open folder, Delete… (buttons, and the same actions in the table's context men
   GPU memory); the person saves it.
 - Load asks ``services.local`` for one token with the first using agent's load parameters (or
   the new-agent defaults), so the model is in memory when the next chat starts; the State
-  column follows the runtime. Unload frees the workers that hold this file.
+  column follows the runtime, and a load that had to put fewer layers on the GPU than asked
+  (out of GPU memory) says so in the message. Unload frees the workers that hold this file.
 - Delete is offered only for a file the app downloaded (``services.hub.downloads.manifest``),
   never for the starter or a file in a linked folder; it asks first, naming the file, its size
   and the agents using it.
@@ -226,7 +227,9 @@ class ModelActions(QObject):
             self.said.emit(f"{name} is not loaded: every llama.cpp worker is answering.")
             return
         how = f"with {whose}'s settings" if whose else "with new-agent settings"
-        self.said.emit(f"Loaded {name} ({how}, context {params.n_ctx:,}).")
+        report = self._services.local.placement_of(params.model_path)
+        note = f" {report.note}" if report is not None and report.note else ""
+        self.said.emit(f"Loaded {name} ({how}, context {params.n_ctx:,}).{note}")
 
     def unload(self) -> asyncio.Task[Any] | None:
         entry = self._selected()

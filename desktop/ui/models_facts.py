@@ -6,9 +6,12 @@
   part) and in total, as one line;
 - ``new_agent_for``: the agent "New agent from this model" proposes: a unique name from the
   model, its file, the automatic context for the memory available now, and every layer on the
-  GPU when the estimate fits the free GPU memory (else none);
+  GPU when the estimate fits the free GPU memory, else none (``memory.gpu_layers_for``, the
+  rule every new local agent follows);
 - ``load_params_for_file``: what Load loads: the first agent using the file's parameters, or
-  the new-agent defaults.
+  the new-agent defaults;
+- ``detail_facts``: the details panel's facts, with where a loaded model runs and the
+  buffers llama.cpp allocated per device (``load_facts``, from the worker's ``LoadReport``).
 """
 
 from __future__ import annotations
@@ -18,10 +21,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from desktop.chat.format import where_text
 from desktop.local.catalog import ModelEntry, ModelInfo
 from desktop.local.context_size import FALLBACK_N_CTX, automatic_n_ctx
 from desktop.local.loading import LoadParams, default_threads
-from desktop.local.memory import estimate, format_bytes
+from desktop.local.memory import format_bytes, gpu_layers_for
+from desktop.local.placement import LoadReport, buffers_text
 from desktop.local.starter import resolve_model_path
 from desktop.store.agents import Agent
 
@@ -132,17 +137,6 @@ def agent_name_for(info: ModelInfo | None, path: str, taken: Iterable[str]) -> s
     return name
 
 
-def gpu_layers_for(
-    info: ModelInfo, n_ctx: int, gpu_offload: bool, vram_free: int | None, kv_type: str = "f16"
-) -> int:
-    """-1 (all layers) when the build offloads and the whole model's GPU estimate fits the
-    free GPU memory; else 0."""
-    if not gpu_offload or vram_free is None:
-        return 0
-    need = estimate(info, n_ctx, kv_type, -1, gpu_offload=True)
-    return -1 if need.vram <= vram_free else 0
-
-
 def new_agent_for(
     entry: ModelEntry,
     taken: Iterable[str],
@@ -187,9 +181,31 @@ def load_params_for_file(
     )
 
 
-def detail_facts(entry: ModelEntry, users: Sequence[str] = ()) -> list[tuple[str, str]]:
+def load_facts(report: LoadReport | None) -> list[tuple[str, str]]:
+    """Where a loaded model runs, as llama.cpp reported at its load: "Where it runs" ("31/31
+    layers on Vulkan0 · llvmpipe (software)", "0/31 layers on GPU · CPU"), "Buffers" per
+    device, and the note of an out-of-memory retry. None of them when it is not loaded."""
+    if report is None:
+        return []
+    where = report.where
+    facts = []
+    text = where_text({"device": where.device, "offloaded_layers": where.offloaded_layers})
+    if text:
+        facts.append(("Where it runs", text))
+    buffers = buffers_text(report.placement)
+    if buffers:
+        facts.append(("Buffers", buffers))
+    if report.note:
+        facts.append(("GPU note", report.note))
+    return facts
+
+
+def detail_facts(
+    entry: ModelEntry, users: Sequence[str] = (), report: LoadReport | None = None
+) -> list[tuple[str, str]]:
     """The header facts the table leaves to the details panel (and those it hides when
-    narrow: size, context, the agents using the file)."""
+    narrow: size, context, the agents using the file); with ``report``
+    (``LocalRuntime.placement_of``), where the loaded model runs (``load_facts``)."""
     folder = entry.folder or "installed with the app (the starter model)"
     info = entry.info
     if info is None:
@@ -199,6 +215,7 @@ def detail_facts(entry: ModelEntry, users: Sequence[str] = ()) -> list[tuple[str
         ("Name", info.name),
         ("Size", format_bytes(size_on_disk(entry.path) or info.file_size)),
         ("Used by", ", ".join(users) or "no agent"),
+        *load_facts(report),
         ("Architecture", info.architecture),
         ("Parameters", info.parameters_label),
         ("Layers", str(info.block_count or "?")),

@@ -6,8 +6,11 @@ selects the new file).
 (``models_library.LibraryTable``), the selected file's header facts, the actions
 (``models_actions.ModelActions``: new agent, load / unload, open folder, delete a download),
 the linked folders and the disk they take. Scans run off the GUI thread (``run_blocking``);
-the header of each file is read once per path + mtime. The whole tab scrolls when the window
-is too small for it.
+the header of each file is read once per path + mtime, and the llama.cpp build's devices are
+listed again (their free memory changes). The backend line names each GPU with its memory
+(``desktop.local.gpu_text``); the details of a loaded model say where it runs and the
+buffers llama.cpp allocated per device (``LocalRuntime.placement_of``), updated as models
+load and unload. The whole tab scrolls when the window is too small for it.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from PySide6.QtWidgets import (
 from desktop.errors import UserError
 from desktop.local.catalog import ModelCatalog, ModelEntry
 from desktop.local.gpu import GpuSupport, detect
+from desktop.local.gpu_text import backend_text
 from desktop.ui.async_door import run_blocking, start
 from desktop.ui.models_actions import ModelActions, downloaded
 from desktop.ui.models_facts import DiskUse, detail_facts, disk_use, used_by
@@ -73,6 +77,8 @@ class ModelsPage(QTabWidget):
         self.catalog = ModelCatalog(services.paths, services.prefs, cache=services.local.model_info)
         self.entries: list[ModelEntry] = []
         self.gpu: GpuSupport | None = None
+        # the build and its devices, asked at each scan off the GUI thread (tests pass figures)
+        self.gpu_probe: Callable[[], GpuSupport] = detect
         self.disk: DiskUse | None = None
         self._scan: Any = None
         self._select_after: str | None = None
@@ -211,7 +217,8 @@ class ModelsPage(QTabWidget):
         entry = self.entries[row] if 0 <= row < len(self.entries) else None
         if entry is None or entry.info is None:
             return ""
-        return dict(detail_facts(entry)).get(column, "")
+        report = self._services.local.placement_of(entry.path)
+        return dict(detail_facts(entry, report=report)).get(column, "")
 
     def row_error(self, row: int) -> str:
         """The error shown for an unreadable file's row ('' for a good one)."""
@@ -242,7 +249,7 @@ class ModelsPage(QTabWidget):
     def _scan_now(self) -> tuple[list[ModelEntry], GpuSupport, DiskUse, set[str]]:
         """Blocking: the entries, the llama.cpp build, the disk use, the downloaded files."""
         entries = self.catalog.entries()
-        gpu = self.gpu or detect()
+        gpu = self.gpu_probe()
         disk = disk_use(entries, self.catalog.folders(), self.catalog.models_dir)
         mine = {e.path for e in entries if not e.starter and downloaded(self._services, e.path)}
         return entries, gpu, disk, mine
@@ -255,7 +262,7 @@ class ModelsPage(QTabWidget):
     ) -> None:
         self.entries, self.gpu, self.disk = entries, gpu, disk
         self.model_actions.downloaded_paths = mine
-        self.backend_label.setText(gpu.summary)
+        self.backend_label.setText(backend_text(gpu))
         self.disk_label.setText(f"Disk use: {disk.line}")
         users = used_by(entries, self._services.agents.list())
         runtime = self._services.local
@@ -278,11 +285,16 @@ class ModelsPage(QTabWidget):
     def _selection_changed(self) -> None:
         entry = self.selected_entry()
         self.model_actions.update_for(entry)
+        self._show_details(entry)
+
+    def _show_details(self, entry: ModelEntry | None) -> None:
+        """The selected file's facts; where it runs while it is loaded."""
         if entry is None:
             self.details.setText("Select a model to see what its file says.")
             return
         users = used_by([entry], self._services.agents.list())[entry.path]
-        self.details.setText(details_text(detail_facts(entry, users)))
+        report = self._services.local.placement_of(entry.path)
+        self.details.setText(details_text(detail_facts(entry, users, report)))
 
     def _context_menu(self, pos: QPoint) -> None:
         row = self.table.rowAt(pos.y())
@@ -332,7 +344,9 @@ class ModelsPage(QTabWidget):
         runtime = self._services.local
         for row, entry in enumerate(self.table.entries):
             self.table.set_state(row, runtime.state_of(entry.path))
-        self.model_actions.update_for(self.selected_entry())
+        selected = self.selected_entry()
+        self.model_actions.update_for(selected)
+        self._show_details(selected)  # where a model runs comes and goes with its load
 
 
 def _flow(*widgets: QWidget) -> QWidget:
@@ -350,9 +364,15 @@ DETAIL_LINES = (
     ("Architecture", "Parameters", "Layers", "Heads (KV)", "Embedding"),
     ("Size", "Trained context", "Chat template"),
     ("Used by",),
+    ("Where it runs",),
+    ("Buffers",),
+    ("GPU note",),
     ("Problem",),
     ("File",),
 )
+
+
+LOAD_FACTS = ("Where it runs", "Buffers", "GPU note")
 
 
 def details_text(facts: list[tuple[str, str]]) -> str:
@@ -362,8 +382,10 @@ def details_text(facts: list[tuple[str, str]]) -> str:
     for labels in DETAIL_LINES:
         parts = [f"{label}: {by_label[label]}" for label in labels if by_label.get(label)]
         if parts:
-            lines.append(" · ".join(parts))
+            line = " · ".join(parts)
+            # a path may wrap after each "/"; "31/31 layers" is no path
+            lines.append(line if labels[0] in LOAD_FACTS else line.replace("/", "/" + ZWSP))
     folder = by_label.get("Folder", "")
     if folder.startswith("installed"):
         lines.append(f"({folder})")
-    return "\n".join(line.replace("/", "/" + ZWSP) for line in lines)
+    return "\n".join(lines)

@@ -71,12 +71,16 @@ def test_out_of_gpu_memory_halves_layers_and_says_so() -> None:
     params = LoadParams(str(gguf_files.starter()), n_ctx=256, n_gpu_layers=-1)
     try:
         info = _run_info(engine, params)
+        report = engine.loaded.report  # what the worker sends the app after the load
     finally:
         engine.unload()
     assert gpu.asked == [-1, 15, 7]  # all (30 layers + output = 31) -> 15 -> 7
     assert info.load_params["n_gpu_layers"] == 7
     assert info.notice and "Not enough GPU memory for all layers" in info.notice
     assert "7 layers on the GPU" in info.notice
+    # the Models page's Load hears it too (its message and the "GPU note" fact)
+    assert report.gpu_layers == 7 and report.note and "7 layers on the GPU" in report.note
+    assert report.model_path == params.model_path
 
 
 def test_no_gpu_memory_at_all_falls_back_to_cpu() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import pickle
 from typing import Any
 
 import pytest
@@ -12,7 +13,16 @@ from desktop.chat.timeline import build_timeline
 from desktop.local import pool
 from desktop.local.catalog import read_model_info
 from desktop.local.gpu import Device, GpuSupport
-from desktop.local.placement import MIB, WhereItRuns, parse_load_log, where_it_runs
+from desktop.local.gpu_text import backend_text, device_text, gpu_column_text, gpu_shortfall
+from desktop.local.memory import estimate, gpu_layers_for
+from desktop.local.placement import (
+    MIB,
+    LoadReport,
+    WhereItRuns,
+    buffers_text,
+    parse_load_log,
+    where_it_runs,
+)
 from desktop.local.starter import STARTER_AGENT_NAME
 from tests.helpers import gguf_files
 from tests.helpers.timeline_rows import LOCAL_FIRST
@@ -123,8 +133,6 @@ def test_software_device_is_named_so_and_never_chosen_automatically(
     monkeypatch.setattr("desktop.local.gpu.detect", lambda with_devices=True: support)
     # offload-capable build, but its only "GPU" is software: no GPU room to fill
     assert pool.gpu_memory() == (True, None)
-    from desktop.ui.models_facts import gpu_layers_for
-
     info = read_model_info(gguf_files.starter())
     assert gpu_layers_for(info, 2048, *pool.gpu_memory()) == 0
     real = GpuSupport(True, True, "CUDA", "0.3.36", (H200, LLVMPIPE, CPU))
@@ -168,3 +176,85 @@ def test_local_reply_stats_row_says_cpu_and_no_layers_offloaded(services: Any) -
     assert stored["device"] == "CPU"
     assert stored["offloaded_layers"] == "0/31"  # the starter: 30 blocks + the output layer
     assert stored["vram_bytes"] == 0
+    # the worker told the app where the model it loaded for the reply runs (Models page)
+    report = services.local.placement_of(str(gguf_files.starter()))
+    assert report is not None and report.where.device == "CPU"
+    assert report.placement is not None and set(report.placement.buffers) >= {"CPU"}
+    assert buffers_text(report.placement).startswith("CPU: weights ")
+    asyncio.run(services.local.unload())
+    assert services.local.placement_of(str(gguf_files.starter())) is None
+
+
+GiB = 1024**3
+H200_VULKAN = Device("Vulkan0", "NVIDIA H200", "GPU", 139 * GiB, 138 * GiB)
+LLVMPIPE_1 = Device("Vulkan1", "llvmpipe (LLVM 15.0.6, 256 bits)", "GPU", 16 * GiB, 12 * GiB)
+
+
+def test_buffers_read_per_device_gpu_first_and_the_ram_as_cpu() -> None:
+    """The Models page's "Buffers" fact from the recorded Vulkan load: the device with the
+    layers first; the mapped embeddings and Vulkan's host buffers are the machine's RAM, one
+    "CPU" entry (the 0.19 MiB output buffer left out)."""
+    assert buffers_text(parse_load_log(VULKAN_LOAD)) == (
+        "Vulkan0: weights 92.1 MiB · KV cache 45.0 MiB · compute 98.3 MiB; "
+        "CPU: weights 28.7 MiB · compute 5.0 MiB"
+    )
+    assert buffers_text(parse_load_log(CPU_LOAD)) == (
+        "CPU: weights 92.1 MiB · KV cache 11.2 MiB · compute 98.2 MiB"
+    )
+    assert buffers_text(None) == ""
+
+
+def test_load_facts_say_where_a_loaded_model_runs() -> None:
+    from desktop.ui.models_facts import load_facts
+
+    vulkan = parse_load_log(VULKAN_LOAD)
+    report = LoadReport("/m.gguf", vulkan, where_it_runs(vulkan, "Vulkan", 30, [LLVMPIPE]), -1)
+    facts = dict(load_facts(report))
+    assert facts["Where it runs"] == "31/31 layers on Vulkan0 · llvmpipe (software)"
+    assert facts["Buffers"].startswith("Vulkan0: weights 92.1 MiB · KV cache 45.0 MiB")
+    assert "GPU note" not in facts
+    cpu = parse_load_log(CPU_LOAD)
+    facts = dict(load_facts(LoadReport("/m.gguf", cpu, where_it_runs(cpu, "CPU", 30))))
+    assert facts["Where it runs"] == "0/31 layers on GPU · CPU"
+    assert load_facts(None) == []
+    # an out-of-memory retry's note reaches the page (the worker sends it with the placement)
+    retried = LoadReport("/m.gguf", cpu, WhereItRuns("CPU", "0/31", 0), 0, "Not enough GPU…")
+    assert dict(load_facts(retried))["GPU note"] == "Not enough GPU…"
+    assert pickle.loads(pickle.dumps(report)) == report  # it crosses the worker's pipe
+
+
+def test_the_backend_line_gives_each_gpu_its_memory_and_names_software_ones() -> None:
+    support = GpuSupport(True, True, "Vulkan", "0.3.36", (H200_VULKAN, LLVMPIPE_1, CPU))
+    assert backend_text(support) == (
+        "llama-cpp-python 0.3.36 (Vulkan): GPU offload on Vulkan0 · NVIDIA H200 "
+        "(139 GiB, 138 GiB free), Vulkan1 · llvmpipe (software)."
+    )
+    assert device_text(LLVMPIPE_1) == "Vulkan1 · llvmpipe (software)"  # no memory of its own
+    assert device_text(Device("CUDA0", "", "GPU")) == "CUDA0"  # says nothing more
+    cpu_only = GpuSupport(True, False, "CPU", "0.3.36", (CPU,))
+    assert backend_text(cpu_only) == cpu_only.summary and "CPU only" in backend_text(cpu_only)
+
+
+def test_the_estimate_names_its_gpu_and_says_when_the_gpu_part_does_not_fit() -> None:
+    support = GpuSupport(True, True, "Vulkan", "0.3.36", (H200_VULKAN, CPU))
+    assert gpu_column_text(support) == "GPU: Vulkan0 · NVIDIA H200, 138 GiB free"
+    soft = GpuSupport(True, True, "Vulkan", "0.3.36", (LLVMPIPE, CPU))
+    assert gpu_column_text(soft) == "GPU: Vulkan0 · llvmpipe (software), in the computer's RAM"
+    assert gpu_column_text(GpuSupport(True, False, "CPU", "0.3.36", (CPU,))) == ""
+    small = Device("Vulkan0", "AMD Radeon RX 7600", "GPU", 8 * GiB, round(7.8 * GiB))
+    assert gpu_shortfall(round(9.1 * GiB), [small, CPU]) == (
+        "Needs 9.1 GiB on the GPU; Vulkan0 has 7.8 GiB free: lower GPU layers or the context."
+    )
+    assert gpu_shortfall(round(7 * GiB), [small, CPU]) == ""  # fits
+    assert gpu_shortfall(round(9.1 * GiB), [LLVMPIPE, CPU]) == ""  # no GPU memory to compare
+    two = [small, Device("Vulkan1", "AMD Radeon RX 7600", "GPU", 8 * GiB, GiB)]
+    assert "Vulkan0 and Vulkan1 have 8.8 GiB free" in gpu_shortfall(10 * GiB, two)
+
+
+def test_all_layers_only_when_the_whole_model_fits_the_free_gpu_memory() -> None:
+    info = read_model_info(gguf_files.starter())
+    need = estimate(info, 2048, "f16", -1, gpu_offload=True).vram
+    assert gpu_layers_for(info, 2048, True, need) == -1
+    assert gpu_layers_for(info, 2048, True, need - 1) == 0
+    assert gpu_layers_for(info, 2048, False, 100 * GiB) == 0  # a CPU build
+    assert gpu_layers_for(info, 2048, True, None) == 0  # free memory not known

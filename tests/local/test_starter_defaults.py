@@ -171,4 +171,87 @@ def test_settings_values_that_make_no_sense_fall_back(tmp_path: Path) -> None:
     assert local_defaults.new_local_fields(prefs, agent, ram=lambda: PLENTY) == {
         "n_ctx": 2048,
         "max_tokens": 512,
+        "n_gpu_layers": 0,
     }
+
+
+GiB = 1024 * MIB
+ROOMY_GPU = (True, 100 * GiB)  # a build that offloads, a GPU with plenty free
+SMALL_GPU = (True, 16 * MIB)  # less than the starter's GPU part at any context
+CPU_BUILD = (False, None)
+
+
+def _fresh(simi_home: Path) -> Services:
+    for stale in simi_home.glob("simi.db*"):
+        stale.unlink()
+    return _reopen(simi_home)
+
+
+@pytest.mark.parametrize(("gpu", "layers"), [(ROOMY_GPU, -1), (SMALL_GPU, 0), (CPU_BUILD, 0)])
+def test_new_local_agents_and_the_starter_put_every_layer_on_a_gpu_with_room(
+    simi_home: Path, monkeypatch: pytest.MonkeyPatch, gpu: tuple[bool, int | None], layers: int
+) -> None:
+    """One rule (``memory.gpu_layers_for``) for the starter, a new local agent whose GPU
+    layers were left empty (the editor's blank field) and one whose field was emptied; a
+    value someone chose is never replaced."""
+    monkeypatch.setattr(local_defaults, "available_ram", lambda: PLENTY)
+    monkeypatch.setattr(local_defaults, "gpu_memory", lambda: gpu)
+    services = _fresh(simi_home)
+    try:
+        assert services.agents.by_name(STARTER_AGENT_NAME).n_gpu_layers == layers
+        new = services.agents.create(Agent(name="New", kind="local", model_path=STARTER_REF))
+        assert new.n_gpu_layers == layers
+        for chosen in (0, 5, -1):
+            mine = services.agents.create(
+                Agent(
+                    name=f"Mine {chosen}",
+                    kind="local",
+                    model_path=STARTER_REF,
+                    n_gpu_layers=chosen,
+                )
+            )
+            assert mine.n_gpu_layers == chosen
+            renamed = services.agents.update(mine.with_changes(name=f"Still {chosen}"))
+            assert renamed.n_gpu_layers == chosen
+        emptied = services.agents.update(new.with_changes(n_gpu_layers=None))
+        assert emptied.n_gpu_layers == layers  # an emptied field is the default again
+        remote = services.agents.create(Agent(name="Far", kind="openai", model="gpt-4o-mini"))
+        assert remote.n_gpu_layers is None
+    finally:
+        services.close()
+
+
+def test_the_rule_weighs_the_context_and_kv_type_the_agent_will_have(tmp_path: Path) -> None:
+    info = read_model_info(gguf_files.starter())
+    prefs = Preferences(tmp_path / "settings.json")
+    need = estimate(info, 8192, "f16", -1, gpu_offload=True).vram
+    agent = Agent(name="a", kind="local", model_path=STARTER_REF)
+
+    def fields(agent: Agent, free: int) -> dict[str, object]:
+        return local_defaults.new_local_fields(
+            prefs, agent, ram=lambda: PLENTY, gpu=lambda: (True, free)
+        )
+
+    assert fields(agent, need)["n_gpu_layers"] == -1  # 8,192 tokens (automatic) fit exactly
+    assert fields(agent, need - 1)["n_gpu_layers"] == 0
+    # a smaller context or a lighter KV cache needs less: then it fits
+    assert fields(agent.with_changes(n_ctx=2048), need - 1)["n_gpu_layers"] == -1
+    assert fields(agent.with_changes(kv_type="q4_0"), need - 1)["n_gpu_layers"] == -1
+    gone = agent.with_changes(model_path=str(tmp_path / "gone.gguf"))
+    assert fields(gone, 100 * GiB)["n_gpu_layers"] == 0  # a file that cannot be read
+    assert "n_gpu_layers" not in fields(agent.with_changes(n_gpu_layers=3), 100 * GiB)
+
+
+def test_the_default_probe_on_this_build(services: Services) -> None:
+    """The probe that runs when no test stands in: the build's own word (a CPU build says
+    "no offload" without listing devices), and the starter made with it."""
+    from desktop.local import pool
+    from desktop.local.memory import gpu_layers_for
+
+    offload, free = local_defaults.gpu_memory()
+    assert offload == pool.gpu_memory()[0]
+    starter = services.agents.by_name(STARTER_AGENT_NAME)
+    info = read_model_info(gguf_files.starter())
+    assert starter.n_gpu_layers == gpu_layers_for(info, starter.n_ctx, offload, free)
+    if not offload:  # this machine's CPU build: nothing on a GPU, as before
+        assert starter.n_gpu_layers == 0

@@ -112,6 +112,27 @@ def test_a_valid_local_agent_saves_with_its_load_parameters(
     assert editor.saved_agent == agent
 
 
+@pytest.mark.parametrize(("gpu", "layers"), [((True, 100 * 1024**3), -1), ((False, None), 0)])
+def test_a_blank_new_local_agent_gets_every_layer_on_a_gpu_with_room(
+    qtbot: Any,
+    editor: AgentEditorDialog,
+    services: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    gpu: tuple[bool, int | None],
+    layers: int,
+) -> None:
+    """The GPU layers field left empty ("automatic") is filled on save by the same rule as
+    "New agent from this model" (the GPU probe stands in for a GPU with room / a CPU build)."""
+    from desktop.chat import local_defaults
+
+    monkeypatch.setattr(local_defaults, "gpu_memory", lambda: gpu)
+    _fill_local(editor, "Blank local")
+    assert editor.n_gpu_layers.text() == "" and "automatic" in editor.n_gpu_layers.placeholderText()
+    _save(qtbot, editor)
+    assert editor.result() == QDialog.DialogCode.Accepted
+    assert services.agents.by_name("Blank local").n_gpu_layers == layers
+
+
 def test_editing_keeps_values_and_updates(qtbot: Any, services: Any, qloop: Any) -> None:
     starter = services.agents.by_name(STARTER)
     dialog = AgentEditorDialog(services.agents, services.secrets, starter)

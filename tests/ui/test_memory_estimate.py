@@ -6,8 +6,8 @@ from pathlib import Path
 
 from desktop.local.catalog import InfoCache
 from desktop.local.context_size import automatic_n_ctx, available_ram
-from desktop.local.gpu import detect
-from desktop.local.memory import estimate
+from desktop.local.gpu import Device, GpuSupport, detect
+from desktop.local.memory import estimate, format_bytes
 from desktop.local.starter import STARTER_REF
 from desktop.ui.memory_estimate import MemoryEstimateView
 from tests.helpers import gguf_files
@@ -58,3 +58,76 @@ def test_bad_file_and_no_file_say_why(qtbot, qloop, tmp_path: Path) -> None:
     with qtbot.waitSignal(view.estimate_changed, timeout=10_000):
         view.update_for(str(plain), 2048, None, 0)
     assert "no chat template: using ChatML" in view.notes.text()
+
+
+GiB = 1024**3
+CPU = Device("CPU", "AMD EPYC 9654 96-Core Processor", "CPU", 64 * GiB, 60 * GiB)
+
+
+def _read_starter() -> InfoCache:
+    """A cache that has the starter's header: the estimate follows the fields at once."""
+    cache = InfoCache()
+    cache.get(str(gguf_files.starter()))
+    return cache
+
+
+def _vulkan(free: int) -> GpuSupport:
+    gpu = Device("Vulkan0", "NVIDIA H200", "GPU", 139 * GiB, free)
+    return GpuSupport(True, True, "Vulkan", "0.3.36", (gpu, CPU))
+
+
+def test_the_gpu_column_names_its_gpu_and_a_part_that_does_not_fit(qtbot, qloop) -> None:
+    view = MemoryEstimateView(cache=_read_starter(), gpu=_vulkan(138 * GiB))
+    qtbot.addWidget(view)
+    view.update_for(STARTER_REF, "2048", "f16", "-1")
+    assert view.gpu_label.text() == "GPU: Vulkan0 · NVIDIA H200, 138 GiB free"
+    assert not view.gpu_label.isHidden()
+    need = view.current.vram
+    assert need > 0 and "on the GPU;" not in view.notes.text()
+
+    small = round(need * 0.5)  # half of what the GPU part needs
+    view = MemoryEstimateView(cache=_read_starter(), gpu=_vulkan(small))
+    qtbot.addWidget(view)
+    view.update_for(STARTER_REF, "2048", "f16", "-1")
+    assert view.gpu_label.text() == f"GPU: Vulkan0 · NVIDIA H200, {format_bytes(small)} free"
+    assert (
+        f"Needs {format_bytes(need)} on the GPU; Vulkan0 has {format_bytes(small)} free: "
+        "lower GPU layers or the context."
+    ) in view.notes.text()
+    view.update_for(STARTER_REF, "2048", "f16", "0")  # nothing on the GPU: nothing to fit
+    assert "on the GPU;" not in view.notes.text()
+
+
+def test_an_empty_gpu_layers_field_is_estimated_as_saving_fills_it(qtbot, qloop) -> None:
+    view = MemoryEstimateView(cache=_read_starter(), gpu=_vulkan(138 * GiB))
+    qtbot.addWidget(view)
+    view.update_for(STARTER_REF, "2048", "f16", "")
+    assert view.current.gpu_layers == view.current.block_count + 1 == 31
+    assert "GPU layers automatic: all 31 fit the GPU." in view.notes.text()
+    tight = MemoryEstimateView(cache=_read_starter(), gpu=_vulkan(16 * 1024**2))
+    qtbot.addWidget(tight)
+    tight.update_for(STARTER_REF, "2048", "f16", "")
+    assert tight.current.gpu_layers == 0 and tight.current.vram == 0
+    assert "GPU layers automatic: none (the whole model does not fit" in tight.notes.text()
+
+
+def test_a_cpu_build_names_no_gpu(qtbot, qloop) -> None:
+    view = MemoryEstimateView(
+        cache=_read_starter(), gpu=GpuSupport(True, False, "CPU", "0.3.36", (CPU,))
+    )
+    qtbot.addWidget(view)
+    view.update_for(STARTER_REF, "2048", "f16", "")
+    assert view.gpu_label.isHidden() and view.gpu_label.text() == ""
+    assert view.current.vram == 0 and "automatic" not in view.notes.text()
+
+
+def test_the_build_is_asked_off_the_gui_thread_with_its_devices(qtbot, qloop) -> None:
+    """No figures given: ``detect()`` runs off the GUI thread, once, with its devices (this
+    machine's CPU build: the CPU device, no GPU line)."""
+    view = MemoryEstimateView()
+    qtbot.addWidget(view)
+    with qtbot.waitSignal(view.estimate_changed, timeout=10_000):
+        view.update_for(STARTER_REF, "2048", "f16", "0")
+    assert view._gpu is not None and view._gpu.devices  # listed, not detect(False)
+    if not view._gpu.gpu_offload:
+        assert view.gpu_label.isHidden()

@@ -15,8 +15,9 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
 from desktop.local.catalog import read_model_info
 from desktop.local.context_size import automatic_n_ctx
+from desktop.local.gpu import Device, GpuSupport
 from desktop.local.loading import LoadParams
-from desktop.local.memory import format_bytes
+from desktop.local.memory import estimate, format_bytes
 from desktop.local.provider import LocalProvider
 from desktop.store.agents import Agent
 from desktop.ui import widgets
@@ -86,6 +87,22 @@ def test_library_rows_show_header_facts_and_errors(page, qtbot, tmp_path: Path) 
     # The built-in folder cannot be removed.
     page.folder_list.setCurrentRow(0)
     assert not page.remove_button.isEnabled()
+
+
+def test_the_backend_line_gives_each_gpu_its_memory(page, qtbot) -> None:
+    """The build's devices as ``detect()`` lists them (figures stand in for a GPU machine):
+    a real GPU with its memory, a software one named so, without memory."""
+    h200 = Device("Vulkan0", "NVIDIA H200", "GPU", 139 * GiB, 138 * GiB)
+    lavapipe = Device("Vulkan1", "llvmpipe (LLVM 15.0.6, 256 bits)", "GPU", 16 * GiB, 12 * GiB)
+    cpu = Device("CPU", "AMD EPYC 9654 96-Core Processor", "CPU", 64 * GiB, 60 * GiB)
+    page.gpu_probe = lambda: GpuSupport(True, True, "Vulkan", "0.3.36", (h200, lavapipe, cpu))
+    _rescan(page, qtbot)
+    text = page.backend_label.text()
+    assert "GPU offload on Vulkan0 · NVIDIA H200 (139 GiB, 138 GiB free)" in text
+    assert text.endswith("Vulkan1 · llvmpipe (software).")
+    page.gpu_probe = lambda: GpuSupport(True, False, "CPU", "0.3.36", (cpu,))
+    _rescan(page, qtbot)
+    assert "CPU only" in page.backend_label.text()
 
 
 def test_bad_folder_is_refused_with_a_message(page, tmp_path: Path) -> None:
@@ -430,6 +447,19 @@ def test_load_then_unload_the_starter_from_the_page(page, services, qtbot) -> No
     assert loaded.n_ctx == 512  # the agent's context, not a default
     assert f"with {STARTER}'s settings" in page.message.text()
     assert not page.model_actions.load_button.isEnabled()
+    # where it runs, as llama.cpp itself reported the load (the worker sends it to the app):
+    # on this CPU build every layer is on the CPU, and the buffers are the CPU's
+    qtbot.waitUntil(lambda: "Where it runs" in page.details.text(), timeout=WAIT_MS)
+    details = page.details.text()
+    assert "Where it runs: 0/31 layers on GPU · CPU" in details.splitlines()
+    assert page.cell_text(0, "Where it runs") == "0/31 layers on GPU · CPU"
+    buffers = page.cell_text(0, "Buffers")
+    assert buffers.startswith("CPU: weights ") and f"Buffers: {buffers}" in details
+    info = read_model_info(gguf_files.starter())
+    assert f"KV cache {format_bytes(estimate(info, 512).kv_cache)}" in buffers  # 512 tokens
+    assert "compute " in buffers and ";" not in buffers  # one device: the CPU
+    report = services.local.placement_of(str(gguf_files.starter()))
+    assert report is not None and report.placement.offloaded_text == "0/31"
     page.resize(900, 640)
     page.show()
     _shoot(page, "models-page-loaded")
@@ -444,4 +474,7 @@ def test_load_then_unload_the_starter_from_the_page(page, services, qtbot) -> No
     )
     assert services.local.state == "unloaded" and services.local.loaded_params is None
     assert "No model loaded" in page.state_label.text()
+    assert "Where it runs" not in page.details.text() and "Buffers" not in page.details.text()
+    assert services.local.placement_of(str(gguf_files.starter())) is None
+    assert "Architecture: llama" in page.details.text()  # the file's facts stay
     assert actions.load_button.isEnabled() and not actions.unload_button.isEnabled()
