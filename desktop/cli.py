@@ -25,9 +25,14 @@ from typing import Any
 
 from desktop import APP_NAME, __version__, cli_ask, cli_bench, cli_mcp, cli_models, cli_stats
 from desktop.chat.agent_rules import number_field, parse_number
+from desktop.cli_common import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_USAGE,
+    agent_or_fail,
+    err,
+)
 from desktop.errors import UserError, ValidationError
-
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def _arg_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -189,10 +194,6 @@ def _no_display() -> bool:
     return not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
-def _err(text: str) -> None:
-    print(f"simi: {text}", file=sys.stderr)
-
-
 def _wants_verbose_version(argv: Sequence[str]) -> bool:
     """`simi --version --verbose` (either order, before any sub-command)."""
     top: list[str] = []
@@ -218,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         if _no_display():
-            _err(
+            err(
                 "no display found (DISPLAY and WAYLAND_DISPLAY are unset), so the window cannot "
                 "open. Run `simi` inside a desktop session, or use the terminal commands, e.g. "
                 '`simi ask "Hello"` (see `simi --help`).'
@@ -253,10 +254,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 services.close()
     except ValidationError as exc:
         for field, message in exc.fields.items():
-            _err(f"{field.replace('_', '-')}: {message}")
+            err(f"{field.replace('_', '-')}: {message}")
         return EXIT_ERROR
     except UserError as exc:
-        _err(exc.user_message)
+        err(exc.user_message)
         return EXIT_ERROR
     except Exception as exc:  # a bug: reported like the window's crash dialog, keys blanked
         _report_bug(exc)
@@ -275,7 +276,7 @@ def _report_bug(exc: BaseException) -> None:
 
     details = redact("".join(traceback.format_exception(exc)))
     logging.getLogger("simi.cli").error("unexpected error\n%s", details)
-    _err(f"unexpected error (a bug in SIMI Multi; please report it):\n{details.rstrip()}")
+    err(f"unexpected error (a bug in SIMI Multi; please report it):\n{details.rstrip()}")
 
 
 # db ---------------------------------------------------------------------------------------------
@@ -288,7 +289,7 @@ def _db(args: argparse.Namespace) -> int:
         print(path)
         return EXIT_OK
     if not path.exists():
-        _err(f"there is no database at {path}; nothing to move.")
+        err(f"there is no database at {path}; nothing to move.")
         return EXIT_ERROR
     target = move_aside(path)
     print(f"Moved {path} to {target}. A fresh database is created on the next start.")
@@ -319,14 +320,6 @@ def _read_key(args: argparse.Namespace) -> str | None:
     return key
 
 
-def _agent_or_fail(services: Any, name: str) -> Any:
-    agent = services.agents.by_name(name)
-    if agent is None:
-        names = ", ".join(a.name for a in services.agents.list()) or "none yet"
-        raise UserError(f"There is no agent called “{name}”. Agents: {names}.")
-    return agent
-
-
 def _agents(services: Any, args: argparse.Namespace) -> int:
     from desktop.cli_tools_prompt import checked_tools, tools_list, tools_text
     from desktop.store.agents import Agent
@@ -347,7 +340,7 @@ def _agents(services: Any, args: argparse.Namespace) -> int:
                 print(line + (f"\ttools: {tools_text(pairs)}" if pairs else ""))
         return EXIT_OK
     if cmd == "show":
-        agent = _agent_or_fail(services, args.name)
+        agent = agent_or_fail(services, args.name)
         data = svc.public_dict(agent, has_key=svc.has_key(agent) if not agent.is_local else None)
         pairs = services.tools.tools.agent_tools(agent.id)
         data["tools"] = tools_list(pairs) if args.json else tools_text(pairs)
@@ -365,13 +358,13 @@ def _agents(services: Any, args: argparse.Namespace) -> int:
     if cmd == "edit":
         from desktop.chat.agent_rules import key_left_behind
 
-        agent = _agent_or_fail(services, args.name)
+        agent = agent_or_fail(services, args.name)
         tools = None
         if args.tool_list is not None:  # checked before anything is stored
             try:
                 tools = checked_tools(services, args.tool_list)
             except ValidationError as exc:
-                _err(f"tools: {exc.fields['tools']}")
+                err(f"tools: {exc.fields['tools']}")
                 return EXIT_USAGE
         changes = _fields_from(args)
         if args.new_name:
@@ -389,12 +382,12 @@ def _agents(services: Any, args: argparse.Namespace) -> int:
             print(f'{why}. Give it with: simi agents edit "{updated.name}" --api-key-stdin')
         return EXIT_OK
     if cmd == "clone":
-        agent = _agent_or_fail(services, args.name)
+        agent = agent_or_fail(services, args.name)
         copy = svc.clone(agent, args.new_name)
         print(f"Cloned “{agent.name}” as “{copy.name}”.")
         return EXIT_OK
     if cmd == "remove":
-        agent = _agent_or_fail(services, args.name)
+        agent = agent_or_fail(services, args.name)
         svc.delete(agent)
         print(f"Removed agent “{agent.name}”. Its conversations and statistics are kept.")
         return EXIT_OK

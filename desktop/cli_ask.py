@@ -14,14 +14,13 @@ import signal
 import sys
 from typing import Any
 
+from desktop.cli_common import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, agent_or_fail, err
 from desktop.errors import UserError
 from desktop.llm.events import TextDelta
 
 
 def run(services: Any, args: argparse.Namespace) -> int:
-    # imported here: desktop.cli imports this module for its command table
     from desktop.chat.tool_loop import StepChanged
-    from desktop.cli import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, _agent_or_fail, _err
     from desktop.cli_tools_prompt import StepReporter, approver_for
     from desktop.local.starter import STARTER_AGENT_NAME
 
@@ -29,7 +28,7 @@ def run(services: Any, args: argparse.Namespace) -> int:
     if not prompt.strip():
         raise UserError("The prompt is empty; give some text to send.")
     if args.agent:
-        agent = _agent_or_fail(services, args.agent)
+        agent = agent_or_fail(services, args.agent)
     else:
         agent = services.agents.by_name(STARTER_AGENT_NAME) or next(
             iter(services.agents.list()), None
@@ -143,7 +142,7 @@ def run(services: Any, args: argparse.Namespace) -> int:
         print(json.dumps(record, sort_keys=True))
     sys.stdout.flush()
     if result.error is not None:
-        _err(result.error.user_message)
+        err(result.error.user_message)
         return EXIT_ERROR
     if result.status == "cancelled":
         return EXIT_INTERRUPTED

@@ -17,6 +17,8 @@ import argparse
 import sys
 from typing import Any
 
+from desktop.cli_common import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, err
+
 # desktop.chat.prompt_runs and the store are imported when the command runs, not when `simi`
 # builds its parser: `simi --version` does not pay for them.
 
@@ -75,20 +77,19 @@ def _agent_names(values: list[str]) -> list[str]:
 
 
 def run(services: Any, args: argparse.Namespace) -> int:
-    from desktop.cli import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _err
     from desktop.errors import UserError
 
     if args.rows and not args.csv:
-        _err("bench: --rows goes with --csv (with --json every call is there already).")
+        err("bench: --rows goes with --csv (with --json every call is there already).")
         return EXIT_USAGE
     if args.resume is not None:
         if args.agents or args.prompts:
-            _err("bench: --resume goes on with the run's own agents and prompts; leave out "
+            err("bench: --resume goes on with the run's own agents and prompts; leave out "
                  "--agents and --prompts.")  # fmt: skip
             return EXIT_USAGE
         return _resume(services, args)
     if not (args.agents and args.prompts):
-        _err("bench: give --agents A,B and --prompts FILE (or --resume RUN).")
+        err("bench: give --agents A,B and --prompts FILE (or --resume RUN).")
         return EXIT_USAGE
     agents, unknown = [], []
     for name in _agent_names(args.agents):
@@ -100,7 +101,7 @@ def run(services: Any, args: argparse.Namespace) -> int:
     if unknown or not agents:
         names = ", ".join(a.name for a in services.agents.list()) or "none yet"
         which = ", ".join(f"“{n}”" for n in unknown) or "none given"
-        _err(f"bench: no agent called {which}. Agents: {names}.")
+        err(f"bench: no agent called {which}. Agents: {names}.")
         return EXIT_USAGE
     prompts = _read_prompts(args.prompts)
     if not prompts:
@@ -116,7 +117,6 @@ def run(services: Any, args: argparse.Namespace) -> int:
 
 def _resume(services: Any, args: argparse.Namespace) -> int:
     from desktop.chat.prompt_runs import agents_for_run
-    from desktop.cli import EXIT_INTERRUPTED, EXIT_OK
     from desktop.errors import UserError
 
     stored = services.compare.run(args.resume)

@@ -15,7 +15,7 @@ from importlib import metadata
 from pathlib import Path
 
 from desktop import APP_NAME, __version__
-from desktop.local.gpu import _backend_from_libs
+from desktop.local.devices import backend_from_libs
 from desktop.local.libraries import active_folder, builds, choose_at_start
 from desktop.local.starter import STARTER_MODEL_NAME, starter_model_path
 from desktop.settings.paths import AppPaths
@@ -105,7 +105,7 @@ def llama_backend() -> str:
     lib = llama_lib_dir()
     if lib is None:
         return "unavailable"
-    backend = _backend_from_libs(lib) or "CPU"
+    backend = backend_from_libs(lib) or "CPU"
     if len(builds()) > 1:
         backend += f" (of {', '.join(sorted(builds()))}: {choose_at_start().why})"
     return backend

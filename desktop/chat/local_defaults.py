@@ -29,10 +29,11 @@ def gpu_memory() -> tuple[bool, int | None]:
     """``desktop.local.pool.gpu_memory``, except that a build shipping no GPU backend library
     says "no offload" at once, without listing devices (the starter agent is made at the first
     start, before the window shows). Blocking."""
-    from desktop.local.gpu import _backend_from_libs, _lib_dir
+    from desktop.local.devices import backend_from_libs
+    from desktop.local.gpu import _lib_dir
 
     folder = _lib_dir()  # the build's library folder
-    if folder is None or _backend_from_libs(folder) is None:
+    if folder is None or backend_from_libs(folder) is None:
         return False, None
     from desktop.local.pool import gpu_memory as probe
 

@@ -34,13 +34,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from desktop.store.agents import Agent
-
-if TYPE_CHECKING:
-    from desktop.chat.price_book import PriceBook
 
 PRICE_SOURCES = ("reported", "agent", "genai-prices", "local")
 # The kinds that are one provider whatever their URL, as genai-prices names it.
@@ -157,8 +154,18 @@ def is_hosted_api(url: str) -> bool:
     return address.is_global
 
 
+class PriceLookup(Protocol):
+    """Where dataset prices come from (``desktop.chat.price_book.PriceBook``)."""
+
+    def lookup(
+        self, ref: ProviderRef, model: str, use: TokenUse, at: datetime
+    ) -> DatasetCost | None: ...
+
+
 # the order -----------------------------------------------------------------------------------
-def price_call(row: Mapping[str, Any], agent: Agent, book: PriceBook | None = None) -> PriceResult:
+def price_call(
+    row: Mapping[str, Any], agent: Agent, book: PriceLookup | None = None
+) -> PriceResult:
     """The cost of the call ``row`` (a stats row: tokens, model, started_at, and a
     provider-reported ``cost_usd`` with ``price_source`` 'reported') made by ``agent``.
 

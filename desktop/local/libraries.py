@@ -148,6 +148,14 @@ def preload(folder: Path) -> None:
     if _preloaded:
         return
     mode = getattr(ctypes, "RTLD_GLOBAL", 0)
+    if _library(folder, "ggml-vulkan") is not None and sys.platform.startswith("linux"):
+        # what a failed load would not say in a bundle (PyInstaller rewrites the message)
+        try:
+            _preloaded.append(ctypes.CDLL("libvulkan.so.1", mode=mode))
+        except OSError:
+            raise OSError(
+                "the Vulkan loader libvulkan.so.1 is not installed (apt install libvulkan1)"
+            ) from None
     for stem in _LOAD_ORDER:
         path = _library(folder, stem)
         if path is not None:
@@ -267,11 +275,10 @@ def probe(folder: Path, timeout: float = PROBE_TIMEOUT_S) -> list[str] | None:
 def _probe_main(folder: str, conn: Any) -> None:
     """In the probe process: load the build and name its real GPUs."""
     use(Choice("vulkan", Path(folder), "probe"))
-    from desktop.local import gpu
+    from desktop.local.devices import list_devices
 
-    conn.send(
-        [f"{d.name} · {d.label}" for d in gpu.devices() if d.kind != "CPU" and not d.software]
-    )
+    found = list_devices(Path(folder))
+    conn.send([f"{d.name} · {d.label}" for d in found if d.kind != "CPU" and not d.software])
     conn.close()
 
 

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 from desktop.chat import agent_status
 from desktop.chat.services import Services, idle_unload_seconds
 from desktop.store.agents import Agent
+from desktop.store.watch import ChangeWatch
 from desktop.ui import transfer
 from desktop.ui.agent_sidebar import AgentSidebar
 from desktop.ui.compare_page import ComparePage
@@ -147,7 +148,9 @@ class MainWindow(QMainWindow):
         self._restore_state()
         self.reload_agents()
         self.new_chat()
-        self.store_watch = watch_store(self)  # what the CLI or another window changes shows
+        # what the CLI or another window changes shows
+        self.store_watch = watch_store(ChangeWatch(services.db.conn), self, self.closed)
+        self.store_watch.changed.connect(self.refresh_from_store)
 
     # pages -----------------------------------------------------------------------------------
     def add_page(self, name: str, widget: QWidget, label: str | None = None) -> None:
@@ -308,8 +311,28 @@ class MainWindow(QMainWindow):
                 return agent
         return None
 
-    def conversation_deleted_elsewhere(self, conversation_id: int) -> None:
-        self._conversation_deleted(conversation_id)
+    def refresh_from_store(self) -> None:
+        """Another door (the ``simi`` command, a second window) changed the database: read the
+        agents (sidebar, each pane's agent, "Switch agent") and the conversation list again,
+        keeping the highlighted agent, the conversation shown and both lists' scroll
+        positions. An open conversation deleted elsewhere closes as if deleted here; one
+        still streaming a reply is left to finish."""
+        views = [self.agents.agent_list, self.browser.conversation_list]
+        kept = [(view, view.verticalScrollBar().value()) for view in views]
+        if self.services.agents.list() != self.agents.agents:
+            self.reload_agents()  # sidebar, each pane's agent, and the conversation list
+        else:
+            self.browser.reload(current=self.conversation_id)
+        for view, value in kept:
+            view.verticalScrollBar().setValue(value)
+        store = self.services.conversations
+        for pane in list(self.panes):
+            conv_id = pane.conversation_id
+            if conv_id is None or pane.busy:
+                continue
+            conv = store.get(conv_id)
+            if conv is None or conv.deleted_at is not None:
+                self._conversation_deleted(conv_id)
 
     def _conversation_deleted(self, conversation_id: int) -> None:
         pane = self.pane_stack.forget(conversation_id)

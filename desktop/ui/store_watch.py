@@ -5,24 +5,18 @@ appears in an open window within a second, without a restart.
 (``desktop.store.watch.ChangeWatch``: one pragma on the GUI thread's connection; what the window
 writes on the GUI thread never counts, so it causes no refresh; what it writes on a worker
 thread, on that thread's own connection (``run_blocking``: an import, Settings → Tools) counts
-like another door's and costs one re-read). When one did, the agents (sidebar, each
-pane's agent, "Switch agent") and the conversation list are read again, keeping what the person
-had: the highlighted agent, the conversation shown, both lists' scroll positions. A streaming
-reply goes on untouched; while a dialog is open (an agent editor, a rename) the refresh waits
-until it closes.
+like another door's and costs one re-read). When one did, it emits ``changed``
+(``MainWindow.refresh_from_store`` then reads the agents and the conversation list again,
+keeping what the person had); while a dialog is open (an agent editor, a rename) it waits
+until the dialog closes.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from PySide6.QtCore import QObject, QTimer, Signal
-from PySide6.QtWidgets import QAbstractScrollArea, QApplication
+from PySide6.QtCore import QObject, QTimer, Signal, SignalInstance
+from PySide6.QtWidgets import QApplication
 
 from desktop.store.watch import ChangeWatch
-
-if TYPE_CHECKING:
-    from desktop.ui.main_window import MainWindow
 
 POLL_MS = 500
 
@@ -54,39 +48,8 @@ class StoreWatch(QObject):
         self.timer.stop()
 
 
-def _scroll_positions(views: list[QAbstractScrollArea]) -> list[tuple[QAbstractScrollArea, int]]:
-    return [(view, view.verticalScrollBar().value()) for view in views]
-
-
-def refresh_from_store(window: MainWindow) -> None:
-    """Read the agents and the conversation list again, keeping selection and scrolling."""
-    views: list[QAbstractScrollArea] = [window.agents.agent_list, window.browser.conversation_list]
-    kept = _scroll_positions(views)
-    if window.services.agents.list() != window.agents.agents:
-        window.reload_agents()  # sidebar, each pane's agent, and the conversation list
-    else:
-        window.browser.reload(current=window.conversation_id)
-    for view, value in kept:
-        view.verticalScrollBar().setValue(value)
-    _close_gone_conversations(window)
-
-
-def _close_gone_conversations(window: MainWindow) -> None:
-    """An open conversation deleted elsewhere closes as if deleted here (the shown one gives
-    way to a new chat); one still streaming a reply is left to finish."""
-    store = window.services.conversations
-    for pane in list(window.panes):
-        conv_id = pane.conversation_id
-        if conv_id is None or pane.busy:
-            continue
-        conv = store.get(conv_id)
-        if conv is None or conv.deleted_at is not None:
-            window.conversation_deleted_elsewhere(conv_id)
-
-
-def watch_store(window: MainWindow) -> StoreWatch:
-    """Start watching the window's database; stops when the window closes."""
-    watch = StoreWatch(ChangeWatch(window.services.db.conn), window)
-    watch.changed.connect(lambda: refresh_from_store(window))
-    window.closed.connect(watch.stop)
-    return watch
+def watch_store(watch: ChangeWatch, parent: QObject, stop_on: SignalInstance) -> StoreWatch:
+    """Poll ``watch`` until ``stop_on`` fires (the window's ``closed``)."""
+    poller = StoreWatch(watch, parent)
+    stop_on.connect(poller.stop)
+    return poller

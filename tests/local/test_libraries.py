@@ -160,3 +160,29 @@ def test_a_chosen_folder_is_what_llama_cpp_and_the_workers_load(tmp_path: Path) 
     assert out[0] == str(copy)
     assert out[1] == "True True", "llama.cpp came from the default folder, not the chosen one"
     assert out[2] == str(copy)
+
+
+def test_a_vulkan_build_without_the_vulkan_loader_falls_back_and_says_why(
+    package: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stands in for a machine without libvulkan1 (a Recommends of the package): the forced
+    Vulkan start keeps the CPU build, and the reason names the missing loader (in a bundle
+    PyInstaller's own message would only say the library was not found when frozen)."""
+    import ctypes
+
+    real = ctypes.CDLL
+
+    def no_loader(name: str, *args: object, **kwargs: object) -> object:
+        if name == "libvulkan.so.1":
+            raise OSError("libvulkan.so.1: cannot open shared object file")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(ctypes, "CDLL", no_loader)
+    monkeypatch.setattr(libraries, "_preloaded", [])
+    monkeypatch.setattr(libraries, "_started", None)
+    monkeypatch.setenv("SIMI_LLAMA_LIBS", "vulkan")
+    monkeypatch.delenv("LLAMA_CPP_LIB_PATH", raising=False)
+    choice = libraries.choose_at_start()
+    assert (choice.name, choice.folder) == ("cpu", package / "lib")
+    assert "libvulkan.so.1 is not installed (apt install libvulkan1)" in choice.why
+    assert "LLAMA_CPP_LIB_PATH" not in os.environ
