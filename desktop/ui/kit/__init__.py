@@ -1,0 +1,3 @@
+"""Shared pieces every feature uses: the theme, small widgets, plain labels and tooltips,
+elided labels, safe documents, text formatting, resources, the asyncio loop on Qt and the door
+for blocking calls."""
