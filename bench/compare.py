@@ -3,7 +3,7 @@
 A loopback server (``remote_streams.serve``: a separate process, so it never shares the
 client's loop) streams OpenAI-style chunks at a fixed rate per stream. Four
 ``openai-compatible`` agents in a temporary SIMI home point at it (it needs no key). The real
-compare view (``desktop.ui.compare_view.CompareView``; until it exists, four plain
+compare view (``desktop.ui.compare.view.CompareView``; until it exists, four plain
 ``ConversationPane``s side by side, which is what each compare column is) sends one prompt to
 all four, on the real qasync loop, with the window shown at 1280x800 (offscreen).
 
@@ -62,7 +62,7 @@ class Harness:
         from PySide6.QtWidgets import QHBoxLayout, QWidget
 
         try:
-            from desktop.ui.compare_view import CompareView
+            from desktop.ui.compare.view import CompareView
         except ImportError:
             CompareView = None  # helper B's widget, until it is in the tree
         if CompareView is not None:
@@ -71,7 +71,7 @@ class Harness:
             self.kind = "CompareView"
             self.panes = [column.pane for column in self.view.columns]
         else:
-            from desktop.ui.conversation_pane import ConversationPane
+            from desktop.ui.conversation.pane import ConversationPane
 
             self.view = QWidget()
             row = QHBoxLayout(self.view)
@@ -236,8 +236,9 @@ def run_window(base: str, count: int) -> dict[str, Any]:
     from desktop.chat.services import Services
     from desktop.settings.paths import AppPaths
     from desktop.store.agents import Agent
-    from desktop.ui import text_access, theme
-    from desktop.ui.loop import drain, new_loop
+    from desktop.ui.kit import theme
+    from desktop.ui.kit.loop import drain, new_loop
+    from desktop.ui.markdown import text_access
 
     app = QApplication.instance() or QApplication([])
     text_access.install()

@@ -6,7 +6,8 @@ the model loaded on focus, against a warm message and against no warm start, sam
 Prints one JSON object. Each case runs in a new ``LocalRuntime`` (a new window):
 
 * ``cold``: Send straight away: worker start + llama.cpp import + model load + prefill.
-* ``new_window``: what ``desktop.ui.warm_local`` does: ``prestart()`` at first paint, the
+* ``new_window``: what ``desktop.ui.conversation.warm_local`` does: ``prestart()`` at first
+  paint, the
   person reads for ``--settle`` seconds, clicks into the message box (``load()``), types for
   0.3 s, Send.
 * ``warm``: in the same runtime, a prompt that shares no prefix, then the same prompt again:

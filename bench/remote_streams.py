@@ -177,7 +177,7 @@ def measure_with_window(base: str, streams: int) -> dict[str, Any]:
     timer.setInterval(33)
     timer.timeout.connect(flush)
     timer.start()
-    from desktop.ui.loop import drain, new_loop
+    from desktop.ui.kit.loop import drain, new_loop
 
     loop = new_loop(app)  # qasync + the async-generator hooks, as in the app
     sinks = [parts.append for parts in pending]

@@ -206,7 +206,7 @@ def main() -> None:
             plain_port, tls_port = ports.get(timeout=30)
             from PySide6.QtWidgets import QApplication
 
-            from desktop.ui.loop import drain, new_loop
+            from desktop.ui.kit.loop import drain, new_loop
 
             app = QApplication.instance() or QApplication([])
             loop = new_loop(app)  # qasync + the async-generator hooks, as in the app

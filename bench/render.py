@@ -76,10 +76,10 @@ from PySide6.QtCore import QEvent, QObject, QTimer
 from PySide6.QtWidgets import QApplication, QWidget
 
 from desktop.store.conversations import Message
-from desktop.ui import theme
-from desktop.ui.loop import new_loop
-from desktop.ui.presenter import FLUSH_INTERVAL_MS
-from desktop.ui.transcript import Transcript
+from desktop.ui.conversation.presenter import FLUSH_INTERVAL_MS
+from desktop.ui.conversation.transcript import Transcript
+from desktop.ui.kit import theme
+from desktop.ui.kit.loop import new_loop
 
 WORDS = [
     "the",

@@ -34,9 +34,9 @@ from PySide6.QtWidgets import QApplication
 
 from desktop.chat.services import Services
 from desktop.settings.paths import AppPaths
-from desktop.ui import theme
-from desktop.ui.loop import new_loop
-from desktop.ui.main_window import MainWindow
+from desktop.ui.kit import theme
+from desktop.ui.kit.loop import new_loop
+from desktop.ui.shell.main_window import MainWindow
 
 WORDS = ["lighthouse", "keeper", "sea", "ship", "lamp", "rock", "storm", "harbour", "rope"]
 WORDS += ["tide", "gull", "night"]

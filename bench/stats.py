@@ -41,9 +41,9 @@ from PySide6.QtWidgets import QApplication
 from desktop.chat.services import Services
 from desktop.settings.paths import AppPaths
 from desktop.store.stats import StatsFilter
-from desktop.ui import theme
-from desktop.ui.loop import drain, new_loop
-from desktop.ui.main_window import MainWindow
+from desktop.ui.kit import theme
+from desktop.ui.kit.loop import drain, new_loop
+from desktop.ui.shell.main_window import MainWindow
 from tests.helpers.stats_rows import fill_stats
 
 ROWS = 100_000

@@ -130,13 +130,14 @@ def run_app(argv: list[str] | None = None) -> int:
     from PySide6.QtWidgets import QApplication
 
     from desktop.settings.prefs import Preferences
-    from desktop.ui import appearance, text_access
-    from desktop.ui.crash import CrashReporter
-    from desktop.ui.loop import GuiThreadGarbageCollector, drain, new_loop
-    from desktop.ui.main_window import MainWindow
-    from desktop.ui.resources import app_icon
-    from desktop.ui.tooltips import install_plain_tooltips
-    from desktop.ui.warm_local import LocalWarmer
+    from desktop.ui.conversation.warm_local import LocalWarmer
+    from desktop.ui.kit.loop import GuiThreadGarbageCollector, drain, new_loop
+    from desktop.ui.kit.resources import app_icon
+    from desktop.ui.kit.tooltips import install_plain_tooltips
+    from desktop.ui.markdown import text_access
+    from desktop.ui.settings import appearance
+    from desktop.ui.shell.crash import CrashReporter
+    from desktop.ui.shell.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(list(argv) if argv is not None else sys.argv)
     assert isinstance(app, QApplication)

@@ -352,7 +352,7 @@ def test_genai_prices_is_imported_on_a_worker_thread_never_the_loops(
 
 def test_window_and_cli_start_up_do_not_import_genai_prices() -> None:
     code = (
-        "import sys, desktop.cli, desktop.cli_ask, desktop.ui.main_window, desktop.app;"
+        "import sys, desktop.cli, desktop.cli_ask, desktop.ui.shell.main_window, desktop.app;"
         "import desktop.chat.services, desktop.chat.pricing, desktop.chat.price_book;"
         "print([m for m in sys.modules if m.split('.')[0] in ('genai_prices', 'pydantic')])"
     )

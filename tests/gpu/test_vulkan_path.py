@@ -69,7 +69,7 @@ def test_a_reply_with_every_layer_on_vulkan(services: Any, qtbot: Any) -> None:
     # the reply's timeline says where it ran, from the load
     from PySide6.QtWidgets import QLabel
 
-    from desktop.ui.timeline_panel import TimelinePanel
+    from desktop.ui.stats.timeline_panel import TimelinePanel
 
     panel = TimelinePanel(row)
     qtbot.addWidget(panel)
@@ -85,7 +85,7 @@ def test_the_models_page_shows_the_layers_and_buffers_on_vulkan0(
     runs and what llama.cpp allocated on Vulkan0, from the worker's own load report."""
     import os
 
-    from desktop.ui.models_page import ModelsPage
+    from desktop.ui.models.page import ModelsPage
     from tests.helpers import gguf_files
 
     starter = services.agents.by_name(STARTER_AGENT_NAME)

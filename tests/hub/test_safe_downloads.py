@@ -21,7 +21,7 @@ from desktop.hub.files import GgufModel, group_gguf
 from desktop.hub.names import MAX_REPO_FOLDERS, check_repo_id, check_repo_path
 from desktop.local.catalog import _gguf_files
 from desktop.local.starter import STARTER_FILE
-from desktop.ui.hub_work import list_models
+from desktop.ui.models.hub_work import list_models
 from tests.helpers.fake_hub import (
     GATED_REPO,
     GGUF_REPO,

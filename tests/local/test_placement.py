@@ -205,7 +205,7 @@ def test_buffers_read_per_device_gpu_first_and_the_ram_as_cpu() -> None:
 
 
 def test_load_facts_say_where_a_loaded_model_runs() -> None:
-    from desktop.ui.models_facts import load_facts
+    from desktop.ui.models.facts import load_facts
 
     vulkan = parse_load_log(VULKAN_LOAD)
     report = LoadReport("/m.gguf", vulkan, where_it_runs(vulkan, "Vulkan", 30, [LLVMPIPE]), -1)

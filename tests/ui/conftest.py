@@ -22,9 +22,10 @@ from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QApplication
 
 from desktop.store.agents import Agent
-from desktop.ui import text_access, theme
-from desktop.ui.loop import drain, new_loop
-from desktop.ui.tooltips import install_plain_tooltips
+from desktop.ui.kit import theme
+from desktop.ui.kit.loop import drain, new_loop
+from desktop.ui.kit.tooltips import install_plain_tooltips
+from desktop.ui.markdown import text_access
 
 text_access.install()  # as desktop/app.py does: painted text has its accessible text
 STARTER = "SmolLM2 (local)"
@@ -45,7 +46,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(autouse=True, scope="module")
 def gui_thread_gc() -> Iterator[None]:
-    """As in the app (desktop.ui.loop.GuiThreadGarbageCollector): no automatic cycle
+    """As in the app (desktop.ui.kit.loop.GuiThreadGarbageCollector): no automatic cycle
     collection, which could run on a background thread and delete Qt objects there; each test
     collects on the GUI thread instead (collect_qt_garbage)."""
     gc.disable()
@@ -57,7 +58,8 @@ def gui_thread_gc() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def plain_tooltips(qapp: QApplication) -> None:
-    """As desktop/app.py does: every tooltip shows its text as typed (desktop/ui/tooltips.py)."""
+    """As desktop/app.py does: every tooltip shows its text as typed
+    (desktop/ui/kit/tooltips.py)."""
     install_plain_tooltips(qapp)  # once: later calls find it
 
 
@@ -99,7 +101,7 @@ def limit_starter(services: Any, max_tokens: int, **changes: Any) -> Agent:
 @pytest.fixture
 def make_window(qtbot: Any, qloop: asyncio.AbstractEventLoop) -> Iterator[Any]:
     """Build MainWindows on given services; each is closed (and its stream ended) after."""
-    from desktop.ui.main_window import MainWindow
+    from desktop.ui.shell.main_window import MainWindow
 
     windows: list[MainWindow] = []
 

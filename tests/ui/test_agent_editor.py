@@ -15,7 +15,7 @@ from desktop.local.starter import starter_model_path
 from desktop.settings.paths import AppPaths
 from desktop.settings.secrets import SecretStore
 from desktop.store.agents import Agent
-from desktop.ui.agent_editor import AgentEditorDialog
+from desktop.ui.agents.editor import AgentEditorDialog
 from tests.ui.conftest import STARTER
 
 
@@ -207,7 +207,7 @@ def test_a_registered_kind_is_offered_by_the_editor_and_gets_its_badge_colour(
 ) -> None:
     from PySide6.QtGui import QColor
 
-    from desktop.ui.resources import agent_badge
+    from desktop.ui.kit.resources import agent_badge
     from tests.conftest import THROWAWAY_KIND
 
     dialog = AgentEditorDialog(services.agents, services.secrets)

@@ -25,7 +25,7 @@ from desktop.llm.connection import ConnectionReport
 from desktop.settings.paths import AppPaths
 from desktop.settings.secrets import SecretStore
 from desktop.store.agents import Agent
-from desktop.ui.agent_editor import AgentEditorDialog
+from desktop.ui.agents.editor import AgentEditorDialog
 from tests.helpers.fault_server import FaultServer, Recorded, Reply, make_tls_files
 from tests.helpers.servers import closed_port, llama_server
 

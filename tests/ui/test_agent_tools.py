@@ -12,8 +12,8 @@ import pytest
 from PySide6.QtCore import Qt
 
 from desktop.store.agents import Agent
-from desktop.ui.agent_editor import AgentEditorDialog
-from desktop.ui.agent_tools import NO_SERVERS
+from desktop.ui.agents.editor import AgentEditorDialog
+from desktop.ui.agents.tools import NO_SERVERS
 from tests.helpers.tool_turns import add_mcp_server
 
 WAIT_MS = 60_000

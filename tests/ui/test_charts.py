@@ -10,8 +10,9 @@ import pytest
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QColor, QImage
 
-from desktop.ui.chart_axes import metric, ms_text, ms_tick, time_ticks, value_ticks
-from desktop.ui.charts import (
+from desktop.ui.kit.theme import DARK, LIGHT
+from desktop.ui.stats.chart_axes import metric, ms_text, ms_tick, time_ticks, value_ticks
+from desktop.ui.stats.charts import (
     DARK_SERIES,
     LIGHT_SERIES,
     Bar,
@@ -20,7 +21,6 @@ from desktop.ui.charts import (
     TimeChart,
     agent_colors,
 )
-from desktop.ui.theme import DARK, LIGHT
 from tests.helpers.widget_checks import logical_image
 
 START = datetime(2026, 11, 20, 9, 0).astimezone()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from desktop.ui.compare_page import ComparePage
+from desktop.ui.compare.page import ComparePage
 from tests.ui.test_compare_view import TIMEOUT_MS, _remote, _ticker
 
 

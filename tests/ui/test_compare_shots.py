@@ -26,7 +26,7 @@ from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QApplication, QPushButton, QWidget
 
 from desktop.store.agents import Agent
-from desktop.ui import theme
+from desktop.ui.kit import theme
 from tests.helpers.fault_server import FaultServer, Recorded, Reply
 from tests.helpers.widget_checks import cut_labels, overlaps
 from tests.ui.conftest import STARTER, limit_starter
@@ -159,7 +159,7 @@ def test_a_three_agent_comparison_mid_stream_and_finished(
     tmp_path: Path,
 ) -> None:
     compare_view = pytest.importorskip(
-        "desktop.ui.compare_view", reason="helper B's CompareView is not in the tree yet"
+        "desktop.ui.compare.view", reason="helper B's CompareView is not in the tree yet"
     )
     out = out_dir(tmp_path)
     warm_local(qtbot, services, three_agents[0])
@@ -251,7 +251,7 @@ def test_a_prompt_set_run_and_its_results_table(
     qtbot: Any, qloop: Any, qapp: QApplication, services: Any, tmp_path: Path
 ) -> None:
     runs_view = pytest.importorskip(
-        "desktop.ui.runs_view", reason="helper C's RunsView is not in the tree yet"
+        "desktop.ui.compare.runs_view", reason="helper C's RunsView is not in the tree yet"
     )
     out = out_dir(tmp_path)
     local = limit_starter(services, max_tokens=8)

@@ -20,9 +20,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from desktop.store.agents import Agent
-from desktop.ui.compare_column import MIN_COLUMN_WIDTH_PX
-from desktop.ui.compare_picker import AgentPicker
-from desktop.ui.compare_view import CompareView
+from desktop.ui.compare.column import MIN_COLUMN_WIDTH_PX
+from desktop.ui.compare.picker import AgentPicker
+from desktop.ui.compare.view import CompareView
 from tests.helpers.fault_server import FaultServer, Recorded, Reply, error_reply, ticking_tokens
 from tests.ui.conftest import STARTER, limit_starter
 

@@ -23,10 +23,10 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.store.agents import Agent
-from desktop.ui import theme
-from desktop.ui.agent_editor import AgentEditorDialog
-from desktop.ui.settings_dialog import SettingsDialog
-from desktop.ui.timeline_panel import TimelinePanel
+from desktop.ui.agents.editor import AgentEditorDialog
+from desktop.ui.kit import theme
+from desktop.ui.settings.dialog import SettingsDialog
+from desktop.ui.stats.timeline_panel import TimelinePanel
 from tests.helpers.fault_server import FaultServer, Reply
 from tests.helpers.timeline_rows import LOCAL_FIRST
 from tests.helpers.widget_checks import accessible_label, accessible_name, unnamed_controls

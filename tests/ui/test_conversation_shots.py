@@ -10,7 +10,7 @@ from typing import Any
 from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QApplication
 
-from desktop.ui import theme
+from desktop.ui.kit import theme
 
 ANSWER = """Here is a small **Python** helper and how the options compare.
 

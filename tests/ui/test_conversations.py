@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-from desktop.ui.paging import FIRST_SCREEN, MAX_LOADED, PAGE
+from desktop.ui.conversation.paging import FIRST_SCREEN, MAX_LOADED, PAGE
 from tests.ui.conftest import limit_starter
 
 REPLY_TIMEOUT_MS = 60_000
@@ -169,7 +169,7 @@ def test_search_highlights_hits_and_jumps_to_the_message(
     results = window.browser.search_results
     assert not results.isHidden() and window.browser.conversation_list.isHidden()
     assert results.count() == 2
-    from desktop.ui.conversation_list import SNIPPET_ROLE, snippet_html
+    from desktop.ui.conversation.listing import SNIPPET_ROLE, snippet_html
 
     snippet = results.item(0).data(SNIPPET_ROLE)
     assert "<span" in snippet_html(snippet, "#ff0") and "lighthouse" in snippet
@@ -331,7 +331,7 @@ def test_a_trailing_space_in_the_search_box_finds_whole_words_only(
     _conversation(services, window, [("the catalogue is long", "ok")], "Catalogue")
     window.browser.search_box.setText("cat")
     window.browser.run_search()
-    from desktop.ui.conversation_list import MESSAGE_ROLE
+    from desktop.ui.conversation.listing import MESSAGE_ROLE
 
     def hits() -> set[str]:
         results = window.browser.search_results

@@ -20,11 +20,11 @@ pytestmark = pytest.mark.slow
 APP = """
 import os, sys
 from PySide6.QtWidgets import QApplication
-from desktop.ui import theme
-from desktop.ui.loop import new_loop
+from desktop.ui.kit import theme
+from desktop.ui.kit.loop import new_loop
 from desktop.chat.services import Services
 from desktop.settings.paths import AppPaths
-from desktop.ui.main_window import MainWindow
+from desktop.ui.shell.main_window import MainWindow
 
 app = QApplication([])
 theme.install(app)

@@ -8,7 +8,7 @@ from typing import Any
 import keyring.backends.fail
 
 from desktop.settings.secrets import SecretStore
-from desktop.ui.crash import CrashReporter, debug_info
+from desktop.ui.shell.crash import CrashReporter, debug_info
 
 KEY = "sk-crash-report-5d1e9a"
 

@@ -14,8 +14,9 @@ from typing import Any
 from PySide6.QtCore import QPoint, QRect, Qt
 from PySide6.QtWidgets import QApplication, QWidget
 
-from desktop.ui import dashboard, theme
-from desktop.ui.dashboard_data import COLUMNS
+from desktop.ui.kit import theme
+from desktop.ui.stats import dashboard
+from desktop.ui.stats.dashboard_data import COLUMNS
 
 NOW = datetime.now(UTC)
 HEADERS = [name.replace("\n", " ") for name, _ in COLUMNS]

@@ -13,8 +13,8 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 from desktop.chat.format import date_text
-from desktop.ui.dashboard_data import range_bounds, range_words
-from desktop.ui.text_format import relative_time
+from desktop.ui.kit.text_format import relative_time
+from desktop.ui.stats.dashboard_data import range_bounds, range_words
 
 
 @pytest.fixture

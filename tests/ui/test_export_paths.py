@@ -114,7 +114,7 @@ def test_the_real_dialogs_open_in_the_proposed_folder(
 ) -> None:
     """The window's own questions (not a test's answer): a bare name from the Stats page's
     export goes into Documents too, and the open dialog starts where it is told."""
-    from desktop.ui import main_window
+    from desktop.ui.shell import main_window
 
     opened: list[tuple[str, ...]] = []
 

@@ -16,10 +16,10 @@ from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QApplication, QPushButton
 
 from desktop import __version__
-from desktop.ui import appearance
-from desktop.ui.about import AboutDialog
-from desktop.ui.help_guide import UserGuide
-from desktop.ui.shortcuts import ShortcutsSheet
+from desktop.ui.settings import appearance
+from desktop.ui.shell.about import AboutDialog
+from desktop.ui.shell.help_guide import UserGuide
+from desktop.ui.shell.shortcuts import ShortcutsSheet
 from tests.helpers.widget_checks import cut_labels, overlaps, unnamed_controls
 
 Std = QKeySequence.StandardKey

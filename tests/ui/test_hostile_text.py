@@ -30,9 +30,9 @@ from PySide6.QtWidgets import QApplication, QLabel, QMessageBox, QWidget
 
 from desktop.store.tool_steps import ToolStep
 from desktop.store.tools import McpServer
-from desktop.ui import widgets
-from desktop.ui.agent_editor import AgentEditorDialog
-from desktop.ui.settings_dialog import SettingsDialog
+from desktop.ui.agents.editor import AgentEditorDialog
+from desktop.ui.kit import widgets
+from desktop.ui.settings.dialog import SettingsDialog
 from tests.helpers import gguf_files
 from tests.helpers.fault_server import FaultServer, error_reply
 from tests.helpers.tool_server import Call, tool_reply
@@ -221,7 +221,7 @@ TOOL_CARD_SCRIPT = """
 import os, sys
 from PySide6.QtWidgets import QApplication
 from desktop.store.tool_steps import ToolStep
-from desktop.ui.tool_cards import ToolSteps
+from desktop.ui.conversation.tool_cards import ToolSteps
 app = QApplication([])
 fifo = sys.argv[1]
 name = f'<img src="{fifo}">'

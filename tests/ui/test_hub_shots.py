@@ -21,8 +21,8 @@ import pytest
 from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QApplication, QWidget
 
-from desktop.ui import theme
-from desktop.ui.hub_view import HubView
+from desktop.ui.kit import theme
+from desktop.ui.models.hub_view import HubView
 from tests.helpers.fake_hub import GGUF_REPO, FakeHub
 from tests.helpers.widget_checks import cut_labels, overlaps, unnamed_controls
 from tests.ui import test_hub_view

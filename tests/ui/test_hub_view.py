@@ -21,7 +21,7 @@ from PySide6.QtCore import Qt
 
 from desktop.hub.client import TOKEN_REF
 from desktop.hub.service import HubService
-from desktop.ui.hub_view import HubView
+from desktop.ui.models.hub_view import HubView
 from tests.helpers.fake_hub import (
     GATED_REPO,
     GGUF_REPO,
@@ -449,7 +449,7 @@ def test_figures_read_as_words() -> None:
     from datetime import UTC, datetime
 
     from desktop.hub.downloads import DownloadProgress
-    from desktop.ui.hub_format import count_text, progress_texts, relative_time, size_text
+    from desktop.ui.models.hub_format import count_text, progress_texts, relative_time, size_text
 
     now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
     assert relative_time("2026-11-28T12:00:00.000Z", now) == "3 days ago"

@@ -26,10 +26,10 @@ from desktop.chat.services import Services
 from desktop.settings.paths import AppPaths
 from desktop.settings.secrets import SecretStore
 from desktop.store.agents import Agent
-from desktop.ui import theme
-from desktop.ui.agent_editor import AgentEditorDialog
-from desktop.ui.keyring_notice import PREF_HIDDEN
-from desktop.ui.settings_dialog import SettingsDialog
+from desktop.ui.agents.editor import AgentEditorDialog
+from desktop.ui.kit import theme
+from desktop.ui.settings.dialog import SettingsDialog
+from desktop.ui.shell.keyring_notice import PREF_HIDDEN
 from tests.helpers.timeline_rows import LOCAL_FIRST
 from tests.helpers.widget_checks import cut_labels, overlaps
 from tests.ui.conftest import STARTER
@@ -354,7 +354,7 @@ def test_a_row_of_buttons_wraps_instead_of_cutting_them(qtbot: Any, qloop: Any) 
     whole; wide, they sit on one line."""
     from PySide6.QtWidgets import QToolButton
 
-    from desktop.ui.widgets import FlowLayout, vbox
+    from desktop.ui.kit.widgets import FlowLayout, vbox
 
     host = QWidget()
     qtbot.addWidget(host)

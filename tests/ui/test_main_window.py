@@ -200,7 +200,7 @@ def test_a_1mb_paste_into_the_composer_completes_with_all_text(
 
 
 def test_a_1mb_message_is_shown_truncated_in_its_bubble(window: Any, services: Any) -> None:
-    from desktop.ui.text_format import DISPLAY_LIMIT
+    from desktop.ui.kit.text_format import DISPLAY_LIMIT
 
     agent = window.current_agent
     conv = services.conversations.create(agent.id, "Big")

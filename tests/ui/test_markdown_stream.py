@@ -20,11 +20,11 @@ from PySide6.QtGui import QColor, QFontInfo, QFontMetricsF, QImage, QTextFormat
 from PySide6.QtWidgets import QApplication, QWidget
 
 from desktop.store.conversations import Message
-from desktop.ui import theme
-from desktop.ui.md_layout import EXACT_CHARS
-from desktop.ui.md_render import BlockItem
-from desktop.ui.md_view import MarkdownView
-from desktop.ui.transcript import Transcript
+from desktop.ui.conversation.transcript import Transcript
+from desktop.ui.kit import theme
+from desktop.ui.markdown.layout import EXACT_CHARS
+from desktop.ui.markdown.render import BlockItem
+from desktop.ui.markdown.view import MarkdownView
 from tests.helpers.widget_checks import logical_image
 
 SHOTS = os.environ.get("SIMI_SCREENSHOT_DIR")
@@ -299,7 +299,7 @@ def test_a_link_opens_only_when_clicked(
     qtbot: Any, qapp: QApplication, view: Transcript, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     opened: list[str] = []
-    monkeypatch.setattr("desktop.ui.md_select.open_link", opened.append)
+    monkeypatch.setattr("desktop.ui.markdown.select.open_link", opened.append)
     md = _stream(qapp, view, REPLY)
     _finish(qapp, view, REPLY)
     paragraph = md.items[1]

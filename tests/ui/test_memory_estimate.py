@@ -9,7 +9,7 @@ from desktop.local.context_size import automatic_n_ctx, available_ram
 from desktop.local.gpu import Device, GpuSupport, detect
 from desktop.local.memory import estimate, format_bytes
 from desktop.local.starter import STARTER_REF
-from desktop.ui.memory_estimate import MemoryEstimateView
+from desktop.ui.agents.memory_estimate import MemoryEstimateView
 from tests.helpers import gguf_files
 
 

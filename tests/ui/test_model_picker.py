@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from desktop.local.catalog import ModelCatalog
-from desktop.ui.agent_editor import AgentEditorDialog
-from desktop.ui.agent_local import attach_model_picker
+from desktop.ui.agents.editor import AgentEditorDialog
+from desktop.ui.agents.local import attach_model_picker
 from tests.helpers import gguf_files
 from tests.ui.conftest import STARTER
 

@@ -20,8 +20,8 @@ from desktop.local.loading import LoadParams
 from desktop.local.memory import estimate, format_bytes
 from desktop.local.provider import LocalProvider
 from desktop.store.agents import Agent
-from desktop.ui import widgets
-from desktop.ui.models_page import COLUMNS, ModelsPage
+from desktop.ui.kit import widgets
+from desktop.ui.models.page import COLUMNS, ModelsPage
 from tests.helpers import gguf_files
 from tests.ui.conftest import STARTER
 
@@ -342,7 +342,7 @@ def test_columns_fit_at_1180_px_and_elide_beyond(services, make_window, qtbot, t
             else:
                 assert fits, f"{name!r} of row {r} is cut: {item.text()!r}"
     # a larger text size restyles the header: the columns are fitted again
-    from desktop.ui import theme
+    from desktop.ui.kit import theme
 
     app = QApplication.instance()
     theme.install(app, text_scale=1.3)
@@ -389,7 +389,7 @@ def _shoot(widget: Any, name: str) -> None:
     folder = os.environ.get("SIMI_SCREENSHOT_DIR")
     if not folder:
         return
-    from desktop.ui import theme
+    from desktop.ui.kit import theme
 
     app = QApplication.instance()
     Path(folder).mkdir(parents=True, exist_ok=True)

@@ -70,8 +70,8 @@ def _render(fifo: str) -> dict[str, Any]:
     from PySide6.QtWidgets import QApplication
 
     from desktop.store.conversations import Message
-    from desktop.ui.safe_document import SafeDocument
-    from desktop.ui.transcript import Transcript
+    from desktop.ui.conversation.transcript import Transcript
+    from desktop.ui.kit.safe_document import SafeDocument
 
     app = QApplication.instance() or QApplication([])
     asked: list[str] = []
@@ -212,7 +212,7 @@ def test_a_safe_document_refuses_file_qrc_and_data_resources(qapp: Any, tmp_path
     from PySide6.QtCore import QUrl
     from PySide6.QtGui import QColor, QImage, QTextDocument
 
-    from desktop.ui.safe_document import SafeDocument
+    from desktop.ui.kit.safe_document import SafeDocument
 
     picture = QImage(8, 8, QImage.Format.Format_ARGB32)
     picture.fill(QColor("red"))

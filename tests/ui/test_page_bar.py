@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QApplication, QToolButton
 
-from desktop.ui import theme
-from desktop.ui.page_bar import PageBar
+from desktop.ui.kit import theme
+from desktop.ui.shell.page_bar import PageBar
 from tests.helpers.widget_checks import cut_labels
 
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from desktop.ui.paging import (
+from desktop.ui.conversation.paging import (
     BATCH,
     FIRST_SCREEN,
     MAX_LOADED,
@@ -48,7 +48,10 @@ def grow(paging: Paging[int], edge: Edge, count: int) -> int:
 
 
 def test_the_module_imports_no_qt() -> None:
-    code = "import sys, desktop.ui.paging\nprint([m for m in sys.modules if 'PySide' in m])"
+    code = (
+        "import sys, desktop.ui.conversation.paging\n"
+        "print([m for m in sys.modules if 'PySide' in m])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

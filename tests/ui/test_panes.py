@@ -17,7 +17,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from desktop.store.agents import Agent
-from desktop.ui.conversation_pane import ConversationPane
+from desktop.ui.conversation.pane import ConversationPane
 from tests.helpers.fault_server import FaultServer, Reply, ticking_tokens
 from tests.ui.conftest import STARTER, limit_starter
 
@@ -180,7 +180,7 @@ def test_each_conversation_keeps_its_own_unsent_draft(
 def test_a_draft_survives_its_pane_being_closed_to_save_memory(
     qtbot: Any, services: Any, make_window: Any, tickers: tuple[Agent, Agent], monkeypatch: Any
 ) -> None:
-    from desktop.ui import pane_stack
+    from desktop.ui.shell import pane_stack
 
     monkeypatch.setattr(pane_stack, "MAX_IDLE_PANES", 1)
     a, _b = tickers

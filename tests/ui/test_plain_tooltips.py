@@ -2,7 +2,7 @@
 
 Qt shows a tooltip as rich text when the text looks like HTML, and lays it out as it shows it:
 ``Model: <img src="/some/fifo">`` (a model's name, a tool's error, a title) would read the FIFO
-on the GUI thread and never return. ``desktop/ui/tooltips.py`` filters every ``ToolTip`` event
+on the GUI thread and never return. ``desktop/ui/kit/tooltips.py`` filters every ``ToolTip`` event
 of the application. Here a child process (this file run as a script, with a timeout) shows the
 tooltips of a label, a tool button, list and table items, a header section, a tab, a text
 edit's ``title`` and a widget without one of its own (its parent's), all naming a real FIFO;
@@ -66,7 +66,7 @@ def _show_all(fifo: str, mode: str) -> dict[str, Any]:
         QWidget,
     )
 
-    from desktop.ui.tooltips import install_plain_tooltips, set_rich_tooltip, show_plain
+    from desktop.ui.kit.tooltips import install_plain_tooltips, set_rich_tooltip, show_plain
 
     app = QApplication([])
     if mode == "plain":
@@ -229,7 +229,7 @@ def _as_shown(markup: str) -> str:
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
 def test_every_tooltip_shows_outside_text_as_typed(fifo: Path, tmp_path: Path) -> None:
-    from desktop.ui.tooltips import plain_tip
+    from desktop.ui.kit.tooltips import plain_tip
 
     shown, opened = _run(fifo, "plain", tmp_path)
     assert opened == [], f"Qt opened the FIFO showing the tooltip of: {sorted(set(opened))}"
@@ -263,7 +263,7 @@ def test_the_ui_tests_see_plain_tooltips(qtbot: Any) -> None:
     from PySide6.QtWidgets import QApplication, QLabel, QToolTip
 
     from desktop import app
-    from desktop.ui.tooltips import plain_tip
+    from desktop.ui.kit.tooltips import plain_tip
 
     assert "install_plain_tooltips(app)" in inspect.getsource(app.run_app)
     label = QLabel("agent")

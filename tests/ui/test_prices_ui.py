@@ -15,8 +15,8 @@ from PySide6.QtCore import Qt
 from desktop.chat.price_book import PRICES_URL_ENV, PriceBook
 from desktop.settings.prefs import Preferences
 from desktop.store.agents import Agent
-from desktop.ui.agent_price import NO_PRICE, NOTE_UNKNOWN
-from desktop.ui.settings_dialog import SettingsDialog
+from desktop.ui.agents.price import NO_PRICE, NOTE_UNKNOWN
+from desktop.ui.settings.dialog import SettingsDialog
 from tests.chat.test_pricing import NEW_PRICES
 from tests.helpers.fault_server import FaultServer, Reply, error_reply
 from tests.ui.test_agent_editor_remote import _choose, _editor, _save

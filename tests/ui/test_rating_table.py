@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from desktop.chat.rating import MIN_VOTES
-from desktop.ui.dashboard import StatsPage
-from desktop.ui.rating_table import COLUMNS, NEEDS_MORE
+from desktop.ui.stats.dashboard import StatsPage
+from desktop.ui.stats.rating_table import COLUMNS, NEEDS_MORE
 
 
 def _call(services: Any, agent: str) -> None:

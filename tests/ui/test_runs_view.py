@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from desktop.store.agents import Agent
-from desktop.ui import theme
-from desktop.ui.chart_axes import ms_text
-from desktop.ui.runs_view import RunsView
+from desktop.ui.compare.runs_view import RunsView
+from desktop.ui.kit import theme
+from desktop.ui.stats.chart_axes import ms_text
 from tests.helpers.fault_server import FaultServer, Reply, ticking_tokens
 from tests.helpers.widget_checks import cut_labels, overlaps, unnamed_controls
 from tests.ui.conftest import STARTER, limit_starter

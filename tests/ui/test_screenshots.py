@@ -12,7 +12,7 @@ from typing import Any
 from PySide6.QtWidgets import QApplication
 
 from desktop.store.agents import Agent
-from desktop.ui import theme
+from desktop.ui.kit import theme
 
 REPLY = """A **KV cache** keeps the attention keys and values of tokens already processed, \
 so each new token only computes its own.
@@ -120,7 +120,7 @@ def test_render_main_window_light_and_dark(
             path = out / f"main-window-{name}.png"
             assert window.grab().save(str(path))
             assert path.stat().st_size > 10_000
-        from desktop.ui.agent_editor import AgentEditorDialog
+        from desktop.ui.agents.editor import AgentEditorDialog
 
         dialog = AgentEditorDialog(services.agents, services.secrets, window.current_agent, window)
         dialog.show()

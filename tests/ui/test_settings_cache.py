@@ -22,8 +22,8 @@ from PySide6.QtWidgets import QApplication
 from desktop.chat.services import cache_budgets
 from desktop.local.prompt_cache import PREF_PROMPT_CACHE_MB, PREF_SAVED_STATES_MB, CacheSizes
 from desktop.settings.prefs import Preferences
-from desktop.ui.settings_cache import sizes_text
-from desktop.ui.settings_dialog import SettingsDialog
+from desktop.ui.settings.cache import sizes_text
+from desktop.ui.settings.dialog import SettingsDialog
 from tests.helpers.widget_checks import cut_labels, unnamed_controls
 
 WAIT_MS = 10_000  # a guard against hanging, not a timing assertion

@@ -4,7 +4,7 @@ from typing import Any
 
 from desktop.chat.services import PREF_IDLE_UNLOAD_MIN, idle_unload_seconds
 from desktop.settings.prefs import Preferences
-from desktop.ui.settings_dialog import SettingsDialog
+from desktop.ui.settings.dialog import SettingsDialog
 
 
 def test_idle_unload_choice_is_saved_and_shown_again(qtbot: Any, tmp_path) -> None:

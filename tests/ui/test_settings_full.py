@@ -27,8 +27,9 @@ from desktop.settings.prefs import (
     theme_choice,
 )
 from desktop.store.agents import Agent
-from desktop.ui import appearance, theme
-from desktop.ui.settings_dialog import PRIVACY_TEXT, SettingsDialog
+from desktop.ui.kit import theme
+from desktop.ui.settings import appearance
+from desktop.ui.settings.dialog import PRIVACY_TEXT, SettingsDialog
 from tests.helpers.widget_checks import cut_labels, overlaps, unnamed_controls
 
 SIZES = ((720, 480), (1280, 800), (2560, 1440))

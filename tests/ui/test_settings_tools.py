@@ -18,9 +18,9 @@ from PySide6.QtWidgets import QPushButton
 
 from desktop.store.agents import Agent
 from desktop.store.tools import McpServer, secret_key_ref
-from desktop.ui.mcp_server_dialog import STORED, McpServerDialog
-from desktop.ui.settings_dialog import SettingsDialog
-from desktop.ui.settings_tools import NO_GRANTS, ToolsPage
+from desktop.ui.settings.dialog import SettingsDialog
+from desktop.ui.settings.mcp_server_dialog import STORED, McpServerDialog
+from desktop.ui.settings.tools import NO_GRANTS, ToolsPage
 from tests.helpers.tool_turns import ROOT, SERVER_ARGS, add_mcp_server
 from tests.tools import test_manager
 

@@ -19,7 +19,7 @@ from PySide6.QtCore import Qt
 from desktop.chat.services import Services
 from desktop.settings.paths import AppPaths
 from desktop.store.agents import Agent
-from desktop.ui.widgets import SUBTITLE_ROLE
+from desktop.ui.kit.widgets import SUBTITLE_ROLE
 from tests.helpers.fault_server import FaultServer, Reply, ticking_tokens
 from tests.ui.conftest import STARTER
 

@@ -17,9 +17,9 @@ from PySide6.QtGui import QGuiApplication, QImage
 from PySide6.QtWidgets import QApplication
 
 from desktop.store.conversations import Message
-from desktop.ui import theme
-from desktop.ui.stream_text import FREEZE_LINES, StreamText
-from desktop.ui.transcript import Transcript
+from desktop.ui.conversation.transcript import Transcript
+from desktop.ui.kit import theme
+from desktop.ui.markdown.stream_text import FREEZE_LINES, StreamText
 
 WORDS = [
     "the",

@@ -1,4 +1,5 @@
-"""Reply text as a screen reader reads it: only through QAccessible (desktop/ui/text_access.py).
+"""Reply text as a screen reader reads it: only through QAccessible
+(desktop/ui/markdown/text_access.py).
 
 Two ways in. From Python, ``QAccessible.queryAccessibleInterface(widget)`` and its text
 interface, as a Python client would. And, on Linux x86-64, through the C++ virtual tables, the
@@ -25,8 +26,8 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QAccessible, QAccessibleEvent
 from PySide6.QtWidgets import QWidget
 
-from desktop.ui import text_access
-from desktop.ui.stream_text import StreamText
+from desktop.ui.markdown import text_access
+from desktop.ui.markdown.stream_text import StreamText
 
 TEXT = "Hello world. This is a reply.\nSecond line here"
 Boundary = QAccessible.TextBoundaryType
@@ -373,7 +374,7 @@ MARKDOWN = (
 
 @pytest.fixture
 def markdown(qtbot: Any, qloop: Any) -> Any:
-    from desktop.ui.md_view import MarkdownView
+    from desktop.ui.markdown.view import MarkdownView
 
     text_access.install()
     view = MarkdownView()

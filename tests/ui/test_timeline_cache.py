@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from PySide6.QtWidgets import QApplication
 
-from desktop.ui import theme
-from desktop.ui.timeline_chart import kind_color
+from desktop.ui.kit import theme
+from desktop.ui.stats.timeline_chart import kind_color
 from tests.chat.test_cache_source import SWITCH_BACK
 from tests.ui.test_timeline_panel import _open
 

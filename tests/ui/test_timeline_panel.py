@@ -11,8 +11,8 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtWidgets import QApplication, QLabel
 
 from desktop.store.agents import Agent
-from desktop.ui import theme
-from desktop.ui.timeline_chart import kind_color
+from desktop.ui.kit import theme
+from desktop.ui.stats.timeline_chart import kind_color
 from tests.helpers.timeline_rows import LOCAL_FIRST, REMOTE_SERVER
 from tests.helpers.widget_checks import logical_image
 

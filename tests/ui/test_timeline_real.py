@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QApplication
 
 from desktop.chat.timeline_facts import ms_text
 from desktop.store.agents import Agent
-from desktop.ui import theme
+from desktop.ui.kit import theme
 from tests.helpers.servers import llama_server
 
 pytestmark = pytest.mark.slow

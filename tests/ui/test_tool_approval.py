@@ -22,9 +22,9 @@ from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QApplication
 
 from desktop.chat.tool_loop import DENIED_TEXT
-from desktop.ui import theme
-from desktop.ui.conversation_pane import ConversationPane
-from desktop.ui.tool_cards import ToolCard
+from desktop.ui.conversation.pane import ConversationPane
+from desktop.ui.conversation.tool_cards import ToolCard
+from desktop.ui.kit import theme
 from tests.helpers.fault_server import FaultServer, Reply
 from tests.helpers.tool_server import Call, tool_reply
 from tests.helpers.tool_turns import add_mcp_server, tool_agent

@@ -16,8 +16,8 @@ from PySide6.QtWidgets import QScrollArea
 
 from desktop.store.agents import Agent
 from desktop.store.tools import McpServer
-from desktop.ui.agent_editor import AgentEditorDialog
-from desktop.ui.settings_dialog import SettingsDialog
+from desktop.ui.agents.editor import AgentEditorDialog
+from desktop.ui.settings.dialog import SettingsDialog
 from tests.helpers.tool_turns import ROOT, SERVER_ARGS, add_mcp_server
 from tests.ui.test_hub_shots import check_and_shoot, out_dir, settle
 

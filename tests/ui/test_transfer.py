@@ -108,7 +108,7 @@ def test_importing_2000_messages_runs_on_a_worker_while_the_window_keeps_ticking
 ) -> None:
     from PySide6.QtCore import QTimer
 
-    from desktop.ui import transfer
+    from desktop.ui.shell import transfer
 
     window = make_window(services)
     big = tmp_path / "big.json"

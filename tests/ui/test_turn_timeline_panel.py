@@ -17,10 +17,10 @@ from typing import Any
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import QApplication, QLabel, QPushButton
 
-from desktop.ui import theme
-from desktop.ui.bubble_parts import StatsFooter
-from desktop.ui.timeline_chart import kind_color
-from desktop.ui.timeline_panel import TimelinePanel
+from desktop.ui.conversation.bubble_parts import StatsFooter
+from desktop.ui.kit import theme
+from desktop.ui.stats.timeline_chart import kind_color
+from desktop.ui.stats.timeline_panel import TimelinePanel
 from tests.chat.test_tool_turns import always, answer, call, run_turn
 from tests.chat.test_turn_timeline import CALL1, CALL2, step
 from tests.helpers.fault_server import FaultServer

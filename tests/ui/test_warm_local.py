@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtWidgets import QApplication
 
-from desktop.ui.warm_local import PREF_KEEP_READY, LocalWarmer
+from desktop.ui.conversation.warm_local import PREF_KEEP_READY, LocalWarmer
 
 pytestmark = pytest.mark.slow
 
@@ -71,8 +71,8 @@ def test_a_model_that_would_not_fit_is_not_loaded_ahead(
 
 def test_keep_ready_is_on_by_default_and_settings_turns_it_off(qtbot, tmp_path) -> None:
     from desktop.settings.prefs import Preferences
-    from desktop.ui.settings_dialog import SettingsDialog
-    from desktop.ui.warm_local import keep_ready
+    from desktop.ui.conversation.warm_local import keep_ready
+    from desktop.ui.settings.dialog import SettingsDialog
 
     prefs = Preferences(tmp_path / "settings.json")
     dialog = SettingsDialog(prefs)

@@ -2,17 +2,17 @@
 message shown in red under its field; the dialog stays open until the agent is valid.
 
 The dialog lays out the sections and saves. The endpoint section (presets, URL, key,
-connection options) is ``desktop.ui.agent_endpoint``; "Fetch models" and "Test connection"
-are ``desktop.ui.agent_probe``; the local load parameters are ``desktop.ui.agent_local``;
-rows, error labels and status text are ``desktop.ui.agent_form``. Kinds come from the
+connection options) is ``desktop.ui.agents.endpoint``; "Fetch models" and "Test connection"
+are ``desktop.ui.agents.probe``; the local load parameters are ``desktop.ui.agents.local``;
+rows, error labels and status text are ``desktop.ui.agents.form``. Kinds come from the
 registry (``desktop.chat.kinds``); typed numbers parse, and keys follow their host, by
 ``desktop.chat.agent_rules``, as in the CLI.
 
-Given the MCP servers (``tools``), a "Tools" section (``desktop.ui.agent_tools``) chooses the
+Given the MCP servers (``tools``), a "Tools" section (``desktop.ui.agents.tools``) chooses the
 servers and tools the agent may use; they are stored with the agent when it saves.
 
 Blocking calls (the keyring: reading a key, saving an agent with its key, asking whether a
-keyring exists at all) go through ``desktop.ui.async_door.run_blocking``; the dialog shows
+keyring exists at all) go through ``desktop.ui.kit.async_door.run_blocking``; the dialog shows
 "Saving…" meanwhile and keeps painting.
 """
 
@@ -43,13 +43,13 @@ from desktop.llm.connection import ConnectionReport
 from desktop.llm.presets import Preset
 from desktop.settings.secrets import SecretStore, SecretsUnavailable
 from desktop.store.agents import Agent
-from desktop.ui.agent_endpoint import EndpointSection
-from desktop.ui.agent_form import FieldForm, line, row, show_value
-from desktop.ui.agent_local import LocalSection, attach_memory_estimate
-from desktop.ui.agent_probe import EndpointFields, EndpointProbe
-from desktop.ui.agent_tools import AgentToolsSection
-from desktop.ui.async_door import run_blocking, start
-from desktop.ui.widgets import plain
+from desktop.ui.agents.endpoint import EndpointSection
+from desktop.ui.agents.form import FieldForm, line, row, show_value
+from desktop.ui.agents.local import LocalSection, attach_memory_estimate
+from desktop.ui.agents.probe import EndpointFields, EndpointProbe
+from desktop.ui.agents.tools import AgentToolsSection
+from desktop.ui.kit.async_door import run_blocking, start
+from desktop.ui.kit.widgets import plain
 
 __all__ = ["AgentEditorDialog", "EndpointFields", "attach_memory_estimate"]
 

@@ -1,6 +1,6 @@
 """The agent editor's endpoint section: service presets, base URL, API key, and the
 connection options (stall timeout, CA bundle). "Fetch models" and "Test connection" are
-``desktop.ui.agent_probe``; the price override is ``desktop.ui.agent_price``.
+``desktop.ui.agents.probe``; the price override is ``desktop.ui.agents.price``.
 
 Keys follow ``desktop.chat.agent_rules``: a key belongs to the host of its endpoint. When an
 existing agent is pointed at another host, its saved key is not used for probing (nor, on
@@ -34,7 +34,7 @@ from desktop.llm.presets import preset as preset_by_id
 from desktop.settings.paths import AppPaths
 from desktop.settings.secrets import SecretStore
 from desktop.store.agents import Agent
-from desktop.ui.agent_form import (
+from desktop.ui.agents.form import (
     FieldForm,
     WrapLabel,
     column,
@@ -44,8 +44,8 @@ from desktop.ui.agent_form import (
     show_value,
     shown_text,
 )
-from desktop.ui.agent_price import PriceSection
-from desktop.ui.async_door import run_blocking, start
+from desktop.ui.agents.price import PriceSection
+from desktop.ui.kit.async_door import run_blocking, start
 
 PLAIN_HTTP_WARNING = (
     "This address uses plain http:// to another machine: the API key and your messages "

@@ -19,8 +19,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.ui import theme
-from desktop.ui.widgets import plain
+from desktop.ui.kit import theme
+from desktop.ui.kit.widgets import plain
 
 LABEL_WIDTH_PX = 120
 

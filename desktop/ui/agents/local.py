@@ -29,7 +29,7 @@ from desktop.local.catalog import ModelEntry
 from desktop.local.memory import format_bytes
 from desktop.local.starter import resolve_model_path
 from desktop.store.agents import KV_TYPES, Agent
-from desktop.ui.agent_form import FieldForm, form_of, line, row, show_value
+from desktop.ui.agents.form import FieldForm, form_of, line, row, show_value
 
 
 class LocalSection:
@@ -182,7 +182,7 @@ def attach_model_picker(
 ) -> asyncio.Task[None] | None:
     """List the library in the editor's model field: ``entries`` (blocking: it reads GGUF
     headers, from a cache) runs off the GUI thread; without a running loop it runs here."""
-    from desktop.ui.async_door import run_blocking, start
+    from desktop.ui.kit.async_door import run_blocking, start
 
     picker: ModelPicker = dialog.local_section.model_picker
 

@@ -25,8 +25,8 @@ from desktop.local.gpu import Device, GpuSupport, detect
 from desktop.local.gpu_text import free_gpu_memory, gpu_column_text, gpu_shortfall, real_gpus
 from desktop.local.memory import MemoryEstimate, estimate, format_bytes, gpu_layers_for
 from desktop.local.starter import resolve_model_path
-from desktop.ui.async_door import loop_running, run_blocking, start
-from desktop.ui.widgets import plain, rich_label
+from desktop.ui.kit.async_door import loop_running, run_blocking, start
+from desktop.ui.kit.widgets import plain, rich_label
 
 log = logging.getLogger("simi.ui.memory")
 

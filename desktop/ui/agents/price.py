@@ -16,8 +16,8 @@ from PySide6.QtWidgets import QGroupBox, QWidget
 from desktop.chat.price_book import PriceBook
 from desktop.chat.pricing import ModelPrices
 from desktop.store.agents import Agent
-from desktop.ui.agent_form import FieldForm, WrapLabel, line, show_value
-from desktop.ui.async_door import run_blocking, start
+from desktop.ui.agents.form import FieldForm, WrapLabel, line, show_value
+from desktop.ui.kit.async_door import run_blocking, start
 
 LOOKUP_DELAY_MS = 300  # after the last keystroke in the model, URL or kind
 NO_PRICE = "USD per million tokens"

@@ -3,7 +3,7 @@
 Both run as coroutines on the qasync loop, with a throwaway provider built from the fields as
 they are now (saved or not) by the same factory a turn uses
 (``desktop.chat.providers.build_provider``). The saved key goes along only where the endpoint
-section (``desktop.ui.agent_endpoint``) says it may follow the URL as typed.
+section (``desktop.ui.agents.endpoint``) says it may follow the URL as typed.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from desktop.errors import UserError
 from desktop.llm.connection import ConnectionReport, test_connection
 from desktop.llm.provider import Provider
 from desktop.store.agents import Agent
-from desktop.ui.agent_endpoint import EndpointSection
-from desktop.ui.agent_form import FieldForm, WrapLabel, row, say, shown_text
-from desktop.ui.async_door import run_blocking, start
+from desktop.ui.agents.endpoint import EndpointSection
+from desktop.ui.agents.form import FieldForm, WrapLabel, row, say, shown_text
+from desktop.ui.kit.async_door import run_blocking, start
 
 # The endpoint fields checked before connecting.
 ENDPOINT_FIELDS = ("kind", "base_url", "stall_timeout_s", "ca_bundle")

@@ -21,11 +21,11 @@ from desktop.chat import agent_status
 from desktop.chat.services import Services
 from desktop.local.catalog import ModelCatalog
 from desktop.store.agents import Agent
-from desktop.ui.agent_editor import AgentEditorDialog, attach_memory_estimate
-from desktop.ui.agent_local import attach_model_picker
-from desktop.ui.memory_estimate import MemoryEstimateView
-from desktop.ui.resources import agent_badge
-from desktop.ui.widgets import ID_ROLE, SUBTITLE_ROLE, TwoLineDelegate, hbox, vbox, warn
+from desktop.ui.agents.editor import AgentEditorDialog, attach_memory_estimate
+from desktop.ui.agents.local import attach_model_picker
+from desktop.ui.agents.memory_estimate import MemoryEstimateView
+from desktop.ui.kit.resources import agent_badge
+from desktop.ui.kit.widgets import ID_ROLE, SUBTITLE_ROLE, TwoLineDelegate, hbox, vbox, warn
 
 BADGE_PX = 30
 

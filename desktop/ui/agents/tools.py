@@ -29,8 +29,8 @@ from desktop.chat.tool_loop import ToolRunner
 from desktop.store.agents import Agent
 from desktop.store.tools import ALL_TOOLS, McpServer
 from desktop.tools.results import ToolInfo
-from desktop.ui.agent_form import WrapLabel, row, say
-from desktop.ui.async_door import start
+from desktop.ui.agents.form import WrapLabel, row, say
+from desktop.ui.kit.async_door import start
 
 NO_SERVERS = (
     "No tool servers yet. Add MCP servers in Settings → Tools, then choose here which of "

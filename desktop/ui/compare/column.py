@@ -21,9 +21,9 @@ from desktop.chat.services import Services
 from desktop.chat.session import Turn
 from desktop.store.agents import Agent
 from desktop.store.conversations import Message
-from desktop.ui.conversation_pane import ConversationPane
-from desktop.ui.elided_label import ElidedLabel
-from desktop.ui.widgets import ask, hbox, plain, vbox
+from desktop.ui.conversation.pane import ConversationPane
+from desktop.ui.kit.elided_label import ElidedLabel
+from desktop.ui.kit.widgets import ask, hbox, plain, vbox
 
 # Narrower, a reply's bubble sticks out of its column (bubble.py's one-paragraph reply is at
 # least 260 px wide): more columns than fit scroll sideways (3 at 1280 px, 6 at 2560 px).

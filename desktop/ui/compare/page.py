@@ -17,9 +17,9 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QTabWidget, QWidget
 
 from desktop.store.agents import Agent
-from desktop.ui.compare_view import CompareView
-from desktop.ui.conversation_pane import ConversationPane
-from desktop.ui.runs_view import RunsView
+from desktop.ui.compare.runs_view import RunsView
+from desktop.ui.compare.view import CompareView
+from desktop.ui.conversation.pane import ConversationPane
 
 
 class ComparePage(QTabWidget):

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.store.agents import Agent
-from desktop.ui.widgets import plain, vbox
+from desktop.ui.kit.widgets import plain, vbox
 
 MIN_AGENTS, MAX_AGENTS = 2, 6
 

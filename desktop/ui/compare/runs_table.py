@@ -27,8 +27,8 @@ from desktop.chat import prompt_runs
 from desktop.chat.prompt_runs import AgentSummary
 from desktop.settings.places import clean_file_name, start_folder
 from desktop.store.stats import rows_to_csv
-from desktop.ui.chart_axes import count_text, ms_text, tok_s_text, usd_text
-from desktop.ui.text_format import relative_time
+from desktop.ui.kit.text_format import relative_time
+from desktop.ui.stats.chart_axes import count_text, ms_text, tok_s_text, usd_text
 
 RESUMABLE = ("paused", "interrupted")
 STATUS_WORDS = {

@@ -38,9 +38,7 @@ from PySide6.QtWidgets import (
 from desktop.chat import prompt_runs
 from desktop.errors import UserError
 from desktop.settings.places import remember_folder, start_folder
-from desktop.ui.async_door import run_blocking, start
-from desktop.ui.elided_label import ElidedLabel
-from desktop.ui.runs_table import (
+from desktop.ui.compare.runs_table import (
     PROMPTS_HINT,
     RESUMABLE,
     STATUS_WORDS,
@@ -56,7 +54,9 @@ from desktop.ui.runs_table import (
     run_title,
     write_export,
 )
-from desktop.ui.widgets import FlowLayout, hbox, vbox
+from desktop.ui.kit.async_door import run_blocking, start
+from desktop.ui.kit.elided_label import ElidedLabel
+from desktop.ui.kit.widgets import FlowLayout, hbox, vbox
 
 log = logging.getLogger("simi.ui.runs")
 

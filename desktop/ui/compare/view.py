@@ -32,10 +32,10 @@ from PySide6.QtWidgets import (
 
 from desktop.chat.services import Services
 from desktop.store.agents import Agent
-from desktop.ui.compare_column import CompareColumn, fair_agent, winners
-from desktop.ui.compare_picker import MAX_AGENTS, MIN_AGENTS, AgentPicker
-from desktop.ui.compare_vote import VoteBar
-from desktop.ui.widgets import ComposerEdit, FlowLayout, FocusFrame, ask_text, hbox, vbox
+from desktop.ui.compare.column import CompareColumn, fair_agent, winners
+from desktop.ui.compare.picker import MAX_AGENTS, MIN_AGENTS, AgentPicker
+from desktop.ui.compare.vote import VoteBar
+from desktop.ui.kit.widgets import ComposerEdit, FlowLayout, FocusFrame, ask_text, hbox, vbox
 
 DEFAULT_SEED = 42
 DEFAULT_TEMPERATURE = 0.7

@@ -10,7 +10,7 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QFrame, QLabel, QPushButton, QWidget
 
-from desktop.ui.widgets import FlowLayout, plain
+from desktop.ui.kit.widgets import FlowLayout, plain
 
 OUTCOME_WORDS = {
     "left": "{left} is better",

@@ -13,7 +13,7 @@ from PySide6.QtCore import QCoreApplication, QEvent, QSize, Qt
 from PySide6.QtGui import QColor, QPainter, QPaintEvent
 from PySide6.QtWidgets import QFrame, QScrollArea, QWidget
 
-from desktop.ui.theme import current_colors
+from desktop.ui.kit.theme import current_colors
 
 
 def fill_surface(widget: QWidget, event: QPaintEvent) -> None:

@@ -18,15 +18,15 @@ from PySide6.QtWidgets import (
 
 from desktop.chat.services import Services
 from desktop.store.agents import Agent
-from desktop.ui.conversation_list import (
+from desktop.ui.conversation.listing import (
     MESSAGE_ROLE,
     SNIPPET_ROLE,
     ConversationList,
     SearchResults,
 )
-from desktop.ui.elided_label import ElidedLabel
-from desktop.ui.resources import icon as resource_icon
-from desktop.ui.widgets import ID_ROLE, InfoBar, vbox
+from desktop.ui.kit.elided_label import ElidedLabel
+from desktop.ui.kit.resources import icon as resource_icon
+from desktop.ui.kit.widgets import ID_ROLE, InfoBar, vbox
 
 UNDO_DELETE_MS = 10_000  # how long "Undo" is offered after deleting a conversation
 SEARCH_DEBOUNCE_MS = 150

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.store.conversations import Message, Versions
-from desktop.ui.bubble_parts import (
+from desktop.ui.conversation.bubble_parts import (
     ErrorBox,
     StatsFooter,
     ThinkingBox,
@@ -32,16 +32,16 @@ from desktop.ui.bubble_parts import (
     natural_width,
     tool_button,
 )
-from desktop.ui.md_render import BlockItem
-from desktop.ui.md_view import MarkdownView
-from desktop.ui.text_format import (
+from desktop.ui.conversation.tool_cards import ToolSteps
+from desktop.ui.kit.text_format import (
     REPLY_DISPLAY_LIMIT,
     footer_lines,
     stats_tooltip,
     truncate_for_display,
 )
-from desktop.ui.tool_cards import ToolSteps
-from desktop.ui.widgets import FlowLayout, plain
+from desktop.ui.kit.widgets import FlowLayout, plain
+from desktop.ui.markdown.render import BlockItem
+from desktop.ui.markdown.view import MarkdownView
 
 BUBBLE_MAX_WIDTH = 820
 BUBBLE_PADDING_PX = 14

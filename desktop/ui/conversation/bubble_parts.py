@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import shiboken6
-from PySide6.QtCore import QEvent, QObject, Qt, QUrl
-from PySide6.QtGui import QDesktopServices, QMouseEvent
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -25,21 +25,14 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.store.conversations import Versions
-from desktop.ui.elided_label import ElidedLabel
-from desktop.ui.stream_text import StreamText
-from desktop.ui.widgets import plain
+from desktop.ui.kit.elided_label import ElidedLabel
+from desktop.ui.kit.widgets import plain
+from desktop.ui.markdown.stream_text import StreamText
 
 if TYPE_CHECKING:
-    from desktop.ui.timeline_panel import TimelinePanel
+    from desktop.ui.stats.timeline_panel import TimelinePanel
 
 NATURAL_WIDTH_SCAN = 2_000  # longer texts simply take the full bubble width
-
-
-def open_link(url: str) -> None:
-    """Links open in the system browser, and only when clicked (never on hover or render)."""
-    qurl = QUrl(url)
-    if qurl.scheme() in ("http", "https", "mailto"):
-        QDesktopServices.openUrl(qurl)
 
 
 def tool_button(text: str, tip: str, name: str = "BubbleAction") -> QToolButton:
@@ -301,7 +294,7 @@ class StatsFooter(QWidget):
 
     def open_timeline(self) -> TimelinePanel:
         """The panel for this row, over the window (one per footer; shown again if open)."""
-        from desktop.ui.timeline_panel import TimelinePanel  # built on first use only
+        from desktop.ui.stats.timeline_panel import TimelinePanel  # built on first use only
 
         old = self.panel if self.panel is not None and shiboken6.isValid(self.panel) else None
         where = old.geometry() if old is not None and old.isVisible() else None

@@ -25,10 +25,10 @@ from PySide6.QtWidgets import (
 
 from desktop.store.conversations import Conversation
 from desktop.store.search import HIT_END, HIT_START
-from desktop.ui.resources import icon
-from desktop.ui.safe_document import SafeDocument
-from desktop.ui.text_format import relative_time
-from desktop.ui.widgets import ID_ROLE, SUBTITLE_ROLE, TwoLineDelegate, paint_row_background
+from desktop.ui.kit.resources import icon
+from desktop.ui.kit.safe_document import SafeDocument
+from desktop.ui.kit.text_format import relative_time
+from desktop.ui.kit.widgets import ID_ROLE, SUBTITLE_ROLE, TwoLineDelegate, paint_row_background
 
 PINNED_ROLE = Qt.ItemDataRole.UserRole + 2
 MESSAGE_ROLE = Qt.ItemDataRole.UserRole + 3

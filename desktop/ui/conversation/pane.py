@@ -34,13 +34,13 @@ from desktop.chat.services import Services
 from desktop.chat.session import Turn
 from desktop.store.agents import Agent
 from desktop.store.conversations import Message
-from desktop.ui.async_door import run_blocking, start
-from desktop.ui.elided_label import ElidedLabel
-from desktop.ui.presenter import ConversationPresenter, final_message
-from desktop.ui.resources import agent_badge
-from desktop.ui.tool_cards import person_is_typing, reveal
-from desktop.ui.transcript import Transcript
-from desktop.ui.widgets import ComposerEdit, FocusFrame, InfoBar, hbox, plain, vbox
+from desktop.ui.conversation.presenter import ConversationPresenter, final_message
+from desktop.ui.conversation.tool_cards import person_is_typing, reveal
+from desktop.ui.conversation.transcript import Transcript
+from desktop.ui.kit.async_door import run_blocking, start
+from desktop.ui.kit.elided_label import ElidedLabel
+from desktop.ui.kit.resources import agent_badge
+from desktop.ui.kit.widgets import ComposerEdit, FocusFrame, InfoBar, hbox, plain, vbox
 
 log = logging.getLogger("simi.ui.pane")
 

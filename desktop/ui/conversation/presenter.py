@@ -25,9 +25,9 @@ from desktop.errors import UserError
 from desktop.llm.events import ReasoningDelta, StreamEvent, TextDelta
 from desktop.store.agents import Agent
 from desktop.store.conversations import Message
-from desktop.ui.async_door import run_blocking, start
-from desktop.ui.text_format import format_stats
-from desktop.ui.tool_presenter import Approvals, step_status
+from desktop.ui.conversation.tool_presenter import Approvals, step_status
+from desktop.ui.kit.async_door import run_blocking, start
+from desktop.ui.kit.text_format import format_stats
 
 log = logging.getLogger("simi.ui.presenter")
 

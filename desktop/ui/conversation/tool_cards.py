@@ -31,8 +31,8 @@ from PySide6.QtWidgets import (
 
 from desktop.chat.tool_loop import ApprovalRequest, pretty_json
 from desktop.store.tool_steps import ToolStep
-from desktop.ui.elided_label import ElidedLabel
-from desktop.ui.widgets import FlowLayout, vbox
+from desktop.ui.kit.elided_label import ElidedLabel
+from desktop.ui.kit.widgets import FlowLayout, vbox
 
 ARGUMENT_LINES = 10  # the arguments' box grows to this many lines, then scrolls
 RESULT_LINES = 14

@@ -17,10 +17,10 @@ from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QLabel, QLayout, QPushButton, QVBoxLayout, QWidget
 
 from desktop.store.conversations import Message, Versions
-from desktop.ui.blit_scroll import BlitContent, BlitScrollArea
-from desktop.ui.bubble import BUBBLE_MAX_WIDTH, MessageBubble, MessageRow
-from desktop.ui.paging import BATCH, PAGE, PREFETCH_BUDGET_S, Edge, Paging
-from desktop.ui.widgets import plain
+from desktop.ui.conversation.blit_scroll import BlitContent, BlitScrollArea
+from desktop.ui.conversation.bubble import BUBBLE_MAX_WIDTH, MessageBubble, MessageRow
+from desktop.ui.conversation.paging import BATCH, PAGE, PREFETCH_BUDGET_S, Edge, Paging
+from desktop.ui.kit.widgets import plain
 
 STICK_MARGIN_PX = 32  # the view follows new text while it is this close to the bottom
 FOOTER_MODES = ("always", "hover", "never")

@@ -16,7 +16,7 @@ from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication, QWidget
 
 from desktop.errors import UserError
-from desktop.ui.async_door import run_blocking, start
+from desktop.ui.kit.async_door import run_blocking, start
 
 log = logging.getLogger("simi.ui.warm")
 
@@ -86,7 +86,7 @@ class LocalWarmer(QObject):
             self._arm(focused)
 
     def _any_local_agent(self) -> bool:
-        from desktop.ui.widgets import ComposerEdit
+        from desktop.ui.kit.widgets import ComposerEdit
 
         return any(_agent_of(c) is not None for c in self._window.findChildren(ComposerEdit))
 
@@ -141,7 +141,7 @@ class LocalWarmer(QObject):
 
 def _agent_of(widget: QWidget | None) -> Any:
     """The local agent of the conversation pane whose composer ``widget`` is, else None."""
-    from desktop.ui.widgets import ComposerEdit
+    from desktop.ui.kit.widgets import ComposerEdit
 
     if not isinstance(widget, ComposerEdit):
         return None

@@ -17,7 +17,7 @@ def resources_dir() -> Path:
     bundle = getattr(sys, "_MEIPASS", None)
     if bundle:
         return Path(bundle) / "resources"
-    return Path(__file__).resolve().parents[2] / "resources"
+    return Path(__file__).resolve().parents[3] / "resources"
 
 
 def resource_path(*parts: str) -> Path:

@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
-from desktop.ui.resources import resource_path
+from desktop.ui.kit.resources import resource_path
 
 # The text sizes Settings offers (factor, words); 1.0 is the platform's own size.
 TEXT_SCALES: tuple[tuple[float, str], ...] = (

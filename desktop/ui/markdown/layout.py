@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QCoreApplication, QEvent, QPoint
 from PySide6.QtWidgets import QAbstractScrollArea, QWidget
 
-from desktop.ui.md_render import GAP
+from desktop.ui.markdown.render import GAP
 
 if TYPE_CHECKING:
     from PySide6.QtCore import QTimer
 
-    from desktop.ui.md_render import BlockItem, Style
+    from desktop.ui.markdown.render import BlockItem, Style
 
 EXACT_CHARS = 30_000  # texts up to this long are laid out whole on a width change
 SLICE_S = 0.006  # idle layout works in slices this long

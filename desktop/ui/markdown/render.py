@@ -37,8 +37,8 @@ from PySide6.QtGui import (
 )
 
 from desktop.chat.md_blocks import Block
-from desktop.ui.safe_document import IMAGE_MARK, SafeDocument, images_as_text, short_address
-from desktop.ui.theme import Colors
+from desktop.ui.kit.safe_document import IMAGE_MARK, SafeDocument, images_as_text, short_address
+from desktop.ui.kit.theme import Colors
 
 GAP = 10  # between blocks
 CODE_PAD_X = 10

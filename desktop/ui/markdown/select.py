@@ -3,8 +3,9 @@
 A position is (item index, offset in that item's plain text); index ``len(items)`` is the live
 tail. Selection runs across blocks (drag, double-click a word, Ctrl+A); Ctrl+C and "Copy" give
 plain text, "Copy as Markdown" the source (a whole block's own source, Qt's Markdown of a
-part). Links open on a click, never on hover. For screen readers (``desktop.ui.text_access``)
-the same text is one string: rendered blocks and the tail separated by a blank line.
+part). Links open on a click, never on hover. For screen readers
+(``desktop.ui.markdown.text_access``) the same text is one string: rendered blocks and the
+tail separated by a blank line.
 """
 
 from __future__ import annotations
@@ -12,18 +13,31 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QPointF, QRect, Qt
-from PySide6.QtGui import QContextMenuEvent, QGuiApplication, QKeyEvent, QKeySequence, QMouseEvent
+from PySide6.QtCore import QPointF, QRect, Qt, QUrl
+from PySide6.QtGui import (
+    QContextMenuEvent,
+    QDesktopServices,
+    QGuiApplication,
+    QKeyEvent,
+    QKeySequence,
+    QMouseEvent,
+)
 from PySide6.QtWidgets import QMenu
 
-from desktop.ui import text_access
-from desktop.ui.bubble_parts import open_link
+from desktop.ui.markdown import text_access
 
 if TYPE_CHECKING:
-    from desktop.ui.md_render import BlockItem, Style
-    from desktop.ui.stream_text import StreamText
+    from desktop.ui.markdown.render import BlockItem, Style
+    from desktop.ui.markdown.stream_text import StreamText
 
 Pos = tuple[int, int]  # (item index, offset in its text); index len(items) is the tail
+
+
+def open_link(url: str) -> None:
+    """Links open in the system browser, and only when clicked (never on hover or render)."""
+    qurl = QUrl(url)
+    if qurl.scheme() in ("http", "https", "mailto"):
+        QDesktopServices.openUrl(qurl)
 
 
 class BlockSelection:
@@ -115,7 +129,7 @@ class BlockSelection:
         if text:
             QGuiApplication.clipboard().setText(text)
 
-    # the text as one string (screen readers: desktop.ui.text_access) ------------------------
+    # the text as one string (screen readers: desktop.ui.markdown.text_access) ------------
     def _parts(self) -> list[str]:
         style = self.style_
         parts = []

@@ -42,7 +42,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QMenu, QSizePolicy, QWidget
 
-from desktop.ui import text_access
+from desktop.ui.markdown import text_access
 
 FREEZE_LINES = 12  # the live piece is split once it wraps to more lines than this
 

@@ -36,12 +36,19 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QSizePolicy, QToolButton, QWidget
 
 from desktop.chat.md_blocks import Block, BlockSplitter
-from desktop.ui import text_access
-from desktop.ui.md_layout import LazyLayout
-from desktop.ui.md_render import CODE_PAD_X, CODE_PAD_Y, GAP, BlockItem, Style, paint_code_frame
-from desktop.ui.md_select import BlockSelection, Pos
-from desktop.ui.stream_text import StreamText, text_height
-from desktop.ui.theme import current_colors
+from desktop.ui.kit.theme import current_colors
+from desktop.ui.markdown import text_access
+from desktop.ui.markdown.layout import LazyLayout
+from desktop.ui.markdown.render import (
+    CODE_PAD_X,
+    CODE_PAD_Y,
+    GAP,
+    BlockItem,
+    Style,
+    paint_code_frame,
+)
+from desktop.ui.markdown.select import BlockSelection, Pos
+from desktop.ui.markdown.stream_text import StreamText, text_height
 
 
 class _Tail(StreamText):
@@ -54,7 +61,7 @@ class _Tail(StreamText):
 class MarkdownView(BlockSelection, LazyLayout, QWidget):
     """Read-only Markdown that grows at the end; as tall as its content."""
 
-    accessible_text = True  # desktop.ui.text_access exposes it to screen readers
+    accessible_text = True  # desktop.ui.markdown.text_access exposes it to screen readers
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)

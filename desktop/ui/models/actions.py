@@ -29,18 +29,18 @@ from desktop.errors import UserError
 from desktop.local.catalog import ModelCatalog, ModelEntry
 from desktop.local.context_size import available_ram
 from desktop.local.memory import format_bytes
-from desktop.ui.agent_editor import AgentEditorDialog
-from desktop.ui.agent_local import attach_memory_estimate, attach_model_picker
-from desktop.ui.async_door import run_blocking, start
-from desktop.ui.memory_estimate import MemoryEstimateView
-from desktop.ui.models_facts import (
+from desktop.ui.agents.editor import AgentEditorDialog
+from desktop.ui.agents.local import attach_memory_estimate, attach_model_picker
+from desktop.ui.agents.memory_estimate import MemoryEstimateView
+from desktop.ui.kit.async_door import run_blocking, start
+from desktop.ui.kit.widgets import confirm
+from desktop.ui.models.facts import (
     agents_using,
     load_params_for_file,
     model_files,
     new_agent_for,
     size_on_disk,
 )
-from desktop.ui.widgets import confirm
 
 log = logging.getLogger("simi.ui.models")
 

@@ -36,10 +36,10 @@ from desktop.errors import UserError
 from desktop.hub.client import HubAuthError
 from desktop.hub.downloads import DownloadHandle, DownloadProgress, PendingDownload
 from desktop.hub.files import GgufModel
-from desktop.ui.async_door import run_blocking, start
-from desktop.ui.elided_label import ElidedLabel
-from desktop.ui.hub_format import percent, progress_texts
-from desktop.ui.widgets import ask, plain
+from desktop.ui.kit.async_door import run_blocking, start
+from desktop.ui.kit.elided_label import ElidedLabel
+from desktop.ui.kit.widgets import ask, plain
+from desktop.ui.models.hub_format import percent, progress_texts
 
 log = logging.getLogger("simi.ui.hub")
 

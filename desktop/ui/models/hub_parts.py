@@ -8,7 +8,7 @@ from collections.abc import Callable
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from desktop.ui.widgets import plain
+from desktop.ui.kit.widgets import plain
 
 
 class EmptyState(QWidget):

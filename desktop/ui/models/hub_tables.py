@@ -22,8 +22,8 @@ from PySide6.QtWidgets import (
 
 from desktop.hub.client import RepoSummary
 from desktop.hub.files import Fit, GgufModel
-from desktop.ui.hub_format import count_text, fit_colour, relative_time, size_text
-from desktop.ui.theme import current_colors
+from desktop.ui.kit.theme import current_colors
+from desktop.ui.models.hub_format import count_text, fit_colour, relative_time, size_text
 
 BADGE_ROLE = Qt.ItemDataRole.UserRole + 1  # text of a pill drawn at the cell's right
 KEY_ROLE = Qt.ItemDataRole.UserRole  # the repo id / the model name

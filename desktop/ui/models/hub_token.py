@@ -21,8 +21,8 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.errors import UserError
-from desktop.ui.async_door import run_blocking, start
-from desktop.ui.widgets import plain
+from desktop.ui.kit.async_door import run_blocking, start
+from desktop.ui.kit.widgets import plain
 
 TOKENS_PAGE = "huggingface.co/settings/tokens"
 

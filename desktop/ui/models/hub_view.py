@@ -52,14 +52,14 @@ from desktop.hub.files import (
     reference_header,
 )
 from desktop.local.catalog import ModelInfo
-from desktop.ui.async_door import run_blocking, start
-from desktop.ui.elided_label import ElidedLabel
-from desktop.ui.hub_downloads import DownloadsPanel
-from desktop.ui.hub_format import size_text
-from desktop.ui.hub_parts import EmptyState, Notice
-from desktop.ui.hub_tables import ModelTable, RepoTable
-from desktop.ui.hub_token import TokenPanel
-from desktop.ui.hub_work import list_models, machine_memory
+from desktop.ui.kit.async_door import run_blocking, start
+from desktop.ui.kit.elided_label import ElidedLabel
+from desktop.ui.models.hub_downloads import DownloadsPanel
+from desktop.ui.models.hub_format import size_text
+from desktop.ui.models.hub_parts import EmptyState, Notice
+from desktop.ui.models.hub_tables import ModelTable, RepoTable
+from desktop.ui.models.hub_token import TokenPanel
+from desktop.ui.models.hub_work import list_models, machine_memory
 
 log = logging.getLogger("simi.ui.hub")
 

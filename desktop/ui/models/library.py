@@ -3,7 +3,7 @@
 Six columns that fit beside the sidebar at 1,180 px: Model (the file name, elided in the
 middle, the whole path in its tooltip), Quantization, Size, Context (trained), Used by (agent
 names) and State (Loaded / Loading / Not loaded / Error). The other header facts are in the
-details panel (``desktop.ui.models_facts.detail_facts``). Each column gets the width its
+details panel (``desktop.ui.models.facts.detail_facts``). Each column gets the width its
 texts need and the model column the rest; narrower than that, Used by elides, then the
 columns the details panel repeats are hidden, then every column shrinks in proportion and
 its texts end in "…" (each cell that can be cut has its whole text in its tooltip). An
@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 
 from desktop.local.catalog import ModelEntry
 from desktop.local.memory import format_bytes
-from desktop.ui.models_facts import STATE_WORDS, size_on_disk
+from desktop.ui.models.facts import STATE_WORDS, size_on_disk
 
 COLUMNS = ("Model", "Quantization", "Size", "Context", "Used by", "State")
 COLUMN_TIPS = {

@@ -1,5 +1,5 @@
 """The Models page: two tabs, "On this computer" (the library) and "Find models" (the Hugging
-Face Hub, ``desktop.ui.hub_view.HubView``; a finished download refreshes the library and
+Face Hub, ``desktop.ui.models.hub_view.HubView``; a finished download refreshes the library and
 selects the new file).
 
 "On this computer" is built on ``desktop.local.catalog.ModelCatalog`` (Qt-free): the table
@@ -38,11 +38,11 @@ from desktop.errors import UserError
 from desktop.local.catalog import ModelCatalog, ModelEntry
 from desktop.local.gpu import GpuSupport, detect
 from desktop.local.gpu_text import backend_text
-from desktop.ui.async_door import run_blocking, start
-from desktop.ui.models_actions import ModelActions, downloaded
-from desktop.ui.models_facts import DiskUse, detail_facts, disk_use, used_by
-from desktop.ui.models_library import COLUMNS, ERROR_COLUMN, PATH_ROLE, LibraryTable
-from desktop.ui.widgets import FlowLayout, plain, vbox
+from desktop.ui.kit.async_door import run_blocking, start
+from desktop.ui.kit.widgets import FlowLayout, plain, vbox
+from desktop.ui.models.actions import ModelActions, downloaded
+from desktop.ui.models.facts import DiskUse, detail_facts, disk_use, used_by
+from desktop.ui.models.library import COLUMNS, ERROR_COLUMN, PATH_ROLE, LibraryTable
 
 __all__ = ["COLUMNS", "ERROR_COLUMN", "ModelsPage"]
 
@@ -170,7 +170,7 @@ class ModelsPage(QTabWidget):
         return scroll
 
     def _build_hub(self) -> QWidget:
-        from desktop.ui.hub_view import HubView
+        from desktop.ui.models.hub_view import HubView
 
         view = HubView(self._services)
         view.downloaded.connect(self.show_downloaded)

@@ -2,7 +2,7 @@
 
 ``apply(app, theme_name, text_size)`` puts a choice into effect at once (Settings calls it as
 the person picks, and again with the saved values on Cancel); ``apply_saved(app, prefs)`` does
-it at start-up. The colours and the stylesheet are ``desktop.ui.theme``'s: this module only
+it at start-up. The colours and the stylesheet are ``desktop.ui.kit.theme``'s: this module only
 says which scheme and what scale.
 """
 
@@ -12,7 +12,7 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication
 
 from desktop.settings.prefs import TEXT_SIZES, Preferences, text_size_choice, theme_choice
-from desktop.ui import theme
+from desktop.ui.kit import theme
 
 THEME_CHOICES = (
     ("system", "Same as the system"),

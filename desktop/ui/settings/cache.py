@@ -20,9 +20,9 @@ from desktop.chat.services import cache_budgets
 from desktop.errors import UserError
 from desktop.local.prompt_cache import PREF_PROMPT_CACHE_MB, PREF_SAVED_STATES_MB, CacheSizes
 from desktop.settings.prefs import Preferences
-from desktop.ui.agent_form import row, say
-from desktop.ui.async_door import loop_running, start
-from desktop.ui.settings_parts import choice_box, note
+from desktop.ui.agents.form import row, say
+from desktop.ui.kit.async_door import loop_running, start
+from desktop.ui.settings.parts import choice_box, note
 
 MEMORY_CHOICES = (
     (0, "Off"),

@@ -50,14 +50,14 @@ from desktop.settings.prefs import (
     text_size_choice,
     theme_choice,
 )
-from desktop.ui import appearance
-from desktop.ui.agent_form import row, say
-from desktop.ui.async_door import run_blocking, start
-from desktop.ui.elided_label import ElidedLabel
-from desktop.ui.settings_cache import CacheRuntime, CacheSection
-from desktop.ui.settings_parts import PathLabel, choice_box, group_box, note, same_widths
-from desktop.ui.settings_tools import ToolsPage
-from desktop.ui.warm_local import PREF_KEEP_READY, keep_ready
+from desktop.ui.agents.form import row, say
+from desktop.ui.conversation.warm_local import PREF_KEEP_READY, keep_ready
+from desktop.ui.kit.async_door import run_blocking, start
+from desktop.ui.kit.elided_label import ElidedLabel
+from desktop.ui.settings import appearance
+from desktop.ui.settings.cache import CacheRuntime, CacheSection
+from desktop.ui.settings.parts import PathLabel, choice_box, group_box, note, same_widths
+from desktop.ui.settings.tools import ToolsPage
 
 PREF_FOOTER = "ui.stats_footer"
 FOOTER_CHOICES = (

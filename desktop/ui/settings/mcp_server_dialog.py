@@ -34,9 +34,9 @@ from PySide6.QtWidgets import (
 from desktop.errors import UserError, ValidationError
 from desktop.store.tools import DEFAULT_TIMEOUT_S, McpServer, bearer_key_ref, secret_key_ref
 from desktop.tools.config import McpConfig, validate_server
-from desktop.ui.agent_form import FieldForm, WrapLabel, column, line, row, say
-from desktop.ui.async_door import run_blocking, start
-from desktop.ui.widgets import plain
+from desktop.ui.agents.form import FieldForm, WrapLabel, column, line, row, say
+from desktop.ui.kit.async_door import run_blocking, start
+from desktop.ui.kit.widgets import plain
 
 TRANSPORTS = (("stdio", "Command (stdio)"), ("http", "URL (streamable HTTP)"))
 STORED = "stored in the keyring — type to replace"

@@ -10,8 +10,8 @@ from typing import Any
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QLabel, QSizePolicy
 
-from desktop.ui.elided_label import ElidedLabel
-from desktop.ui.widgets import plain
+from desktop.ui.kit.elided_label import ElidedLabel
+from desktop.ui.kit.widgets import plain
 
 PATH_HINT_PX = 240  # the width a path asks for; it gets what the row has
 

@@ -40,10 +40,10 @@ from desktop.chat.tool_loop import ToolRunner
 from desktop.errors import UserError
 from desktop.store.tools import McpServer, ToolGrant
 from desktop.tools.results import ServerState
-from desktop.ui.agent_form import WrapLabel, row, say
-from desktop.ui.async_door import run_blocking, start
-from desktop.ui.mcp_server_dialog import McpServerDialog
-from desktop.ui.widgets import confirm
+from desktop.ui.agents.form import WrapLabel, row, say
+from desktop.ui.kit.async_door import run_blocking, start
+from desktop.ui.kit.widgets import confirm
+from desktop.ui.settings.mcp_server_dialog import McpServerDialog
 
 INTRO = (
     "MCP servers give agents tools: programs on this computer (started with a command) or "

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 from desktop import APP_NAME, __version__
 from desktop.identity import LICENCE, SUMMARY, identity, licences_text
 from desktop.settings.paths import AppPaths
-from desktop.ui.widgets import plain
+from desktop.ui.kit.widgets import plain
 
 __all__ = ["LICENCE", "SUMMARY", "AboutDialog", "facts", "open_about", "report_text"]
 

@@ -28,10 +28,10 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.local.starter import STARTER_AGENT_NAME
-from desktop.ui import theme
-from desktop.ui.settings_dialog import AUTOMATIC_NOTE, DATA_NOTE, PRIVACY_TEXT
-from desktop.ui.shortcuts import SHORTCUTS, describe, native_text
-from desktop.ui.timeline_help import DEFINITIONS_HTML, TERMS_HTML
+from desktop.ui.kit import theme
+from desktop.ui.settings.dialog import AUTOMATIC_NOTE, DATA_NOTE, PRIVACY_TEXT
+from desktop.ui.shell.shortcuts import SHORTCUTS, describe, native_text
+from desktop.ui.stats.timeline_help import DEFINITIONS_HTML, TERMS_HTML
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,8 +14,8 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu
 
 from desktop import APP_NAME
-from desktop.ui.about import open_about
-from desktop.ui.help_guide import open_guide
+from desktop.ui.shell.about import open_about
+from desktop.ui.shell.help_guide import open_guide
 
 _OPENERS: dict[str, Callable[[Any], object]] = {
     "show_guide": open_guide,

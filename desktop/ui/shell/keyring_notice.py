@@ -15,8 +15,8 @@ from PySide6.QtWidgets import QFrame, QMainWindow, QMessageBox, QToolButton, QWi
 
 from desktop.settings.prefs import Preferences
 from desktop.settings.secrets import SecretStore
-from desktop.ui.elided_label import ElidedLabel
-from desktop.ui.widgets import hbox, vbox
+from desktop.ui.kit.elided_label import ElidedLabel
+from desktop.ui.kit.widgets import hbox, vbox
 
 PREF_HIDDEN = "ui.keyring_notice_hidden"
 

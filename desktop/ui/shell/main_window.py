@@ -32,24 +32,24 @@ from desktop.chat import agent_status
 from desktop.chat.services import Services, idle_unload_seconds
 from desktop.store.agents import Agent
 from desktop.store.watch import ChangeWatch
-from desktop.ui import transfer
-from desktop.ui.agent_sidebar import AgentSidebar
-from desktop.ui.compare_page import ComparePage
-from desktop.ui.conversation_browser import ConversationBrowser
-from desktop.ui.conversation_pane import ConversationPane
-from desktop.ui.dashboard import StatsPage
-from desktop.ui.elided_label import ElidedLabel
-from desktop.ui.keyring_notice import add_keyring_notice
-from desktop.ui.menus import build_menus
-from desktop.ui.models_page import ModelsPage
-from desktop.ui.page_bar import PageBar
-from desktop.ui.pane_stack import PaneStack
-from desktop.ui.resources import app_icon
-from desktop.ui.settings_dialog import SettingsDialog, footer_mode
-from desktop.ui.shortcuts import ShortcutsSheet
-from desktop.ui.store_watch import watch_store
-from desktop.ui.widgets import ask_text, confirm, plain_label, vbox
-from desktop.ui.window_fit import keep_minimum_sizes
+from desktop.ui.agents.sidebar import AgentSidebar
+from desktop.ui.compare.page import ComparePage
+from desktop.ui.conversation.browser import ConversationBrowser
+from desktop.ui.conversation.pane import ConversationPane
+from desktop.ui.kit.elided_label import ElidedLabel
+from desktop.ui.kit.resources import app_icon
+from desktop.ui.kit.widgets import ask_text, confirm, plain_label, vbox
+from desktop.ui.models.page import ModelsPage
+from desktop.ui.settings.dialog import SettingsDialog, footer_mode
+from desktop.ui.shell import transfer
+from desktop.ui.shell.keyring_notice import add_keyring_notice
+from desktop.ui.shell.menus import build_menus
+from desktop.ui.shell.page_bar import PageBar
+from desktop.ui.shell.pane_stack import PaneStack
+from desktop.ui.shell.shortcuts import ShortcutsSheet
+from desktop.ui.shell.store_watch import watch_store
+from desktop.ui.shell.window_fit import keep_minimum_sizes
+from desktop.ui.stats.dashboard import StatsPage
 
 log = logging.getLogger("simi.ui")
 

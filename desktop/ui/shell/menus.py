@@ -12,8 +12,8 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 
-from desktop.ui.help_menu import fill_help_menu, slot_for
-from desktop.ui.shortcuts import COMPOSER_ONLY, SHORTCUTS, sequences
+from desktop.ui.shell.help_menu import fill_help_menu, slot_for
+from desktop.ui.shell.shortcuts import COMPOSER_ONLY, SHORTCUTS, sequences
 
 
 def build_menus(window: Any) -> dict[str, QAction]:

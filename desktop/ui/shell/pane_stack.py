@@ -14,7 +14,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QStackedWidget, QWidget
 
 from desktop.store.agents import Agent
-from desktop.ui.conversation_pane import ConversationPane
+from desktop.ui.conversation.pane import ConversationPane
 
 # Idle panes kept alive besides the shown one and those streaming.
 MAX_IDLE_PANES = 8

@@ -18,7 +18,7 @@ from desktop.settings.places import (
     remember_folder,
     start_folder,
 )
-from desktop.ui.async_door import run_blocking, start
+from desktop.ui.kit.async_door import run_blocking, start
 
 
 def _export_text(services: Services, fmt: str, conversation_id: int) -> str:

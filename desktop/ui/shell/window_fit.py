@@ -11,7 +11,7 @@ from __future__ import annotations
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QMainWindow, QSplitter
 
-from desktop.ui.theme import current_text_scale
+from desktop.ui.kit.theme import current_text_scale
 
 WINDOW_MIN = (720, 480)
 SIDEBAR_MIN = 220

@@ -11,8 +11,8 @@ from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFontMetrics, QMouseEvent, QPainter, QPaintEvent, QPalette, QPen
 from PySide6.QtWidgets import QToolTip, QWidget
 
-from desktop.ui.chart_axes import Metric, value_ticks
-from desktop.ui.tooltips import show_plain
+from desktop.ui.kit.tooltips import show_plain
+from desktop.ui.stats.chart_axes import Metric, value_ticks
 
 
 @dataclass(frozen=True, slots=True)

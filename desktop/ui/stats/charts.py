@@ -35,10 +35,10 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QToolTip, QWidget
 
 from desktop.chat.format import date_text
-from desktop.ui.chart_axes import Metric, Point, metric, points_of, time_ticks, value_ticks
-from desktop.ui.chart_bars import Bar, BarGroup, CompareBars
-from desktop.ui.theme import current_colors
-from desktop.ui.tooltips import show_plain
+from desktop.ui.kit.theme import current_colors
+from desktop.ui.kit.tooltips import show_plain
+from desktop.ui.stats.chart_axes import Metric, Point, metric, points_of, time_ticks, value_ticks
+from desktop.ui.stats.chart_bars import Bar, BarGroup, CompareBars
 
 __all__ = ["Bar", "BarGroup", "CompareBars", "TimeChart", "agent_colors"]
 

@@ -43,10 +43,12 @@ from PySide6.QtWidgets import (
 
 from desktop.errors import UserError
 from desktop.store.stats import StatsFilter, rows_to_csv, rows_to_json
-from desktop.ui.async_door import run_blocking, start
-from desktop.ui.chart_axes import METRICS, metric
-from desktop.ui.charts import Bar, BarGroup, CompareBars, TimeChart, agent_colors
-from desktop.ui.dashboard_data import (
+from desktop.ui.kit.async_door import run_blocking, start
+from desktop.ui.kit.elided_label import ElidedLabel
+from desktop.ui.kit.widgets import hbox, plain, vbox
+from desktop.ui.stats.chart_axes import METRICS, metric
+from desktop.ui.stats.charts import Bar, BarGroup, CompareBars, TimeChart, agent_colors
+from desktop.ui.stats.dashboard_data import (
     COLUMNS,
     RANGES,
     DashboardQuery,
@@ -60,10 +62,8 @@ from desktop.ui.dashboard_data import (
     table_columns,
     uses_tools,
 )
-from desktop.ui.dashboard_picker import AgentPicker
-from desktop.ui.elided_label import ElidedLabel
-from desktop.ui.rating_table import RatingSection
-from desktop.ui.widgets import hbox, plain, vbox
+from desktop.ui.stats.picker import AgentPicker
+from desktop.ui.stats.rating_table import RatingSection
 
 log = logging.getLogger("simi.ui.dashboard")
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from desktop.chat.format import date_text
 from desktop.store.stats import StatsFilter, StatsStore
-from desktop.ui.chart_axes import Point, count_text, ms_text, points_of, tok_s_text, usd_text
+from desktop.ui.stats.chart_axes import Point, count_text, ms_text, points_of, tok_s_text, usd_text
 
 SERIES_LIMIT = 2000
 DEFAULT_AGENTS = 5  # picked for the chart and the bars until a person picks others

@@ -18,8 +18,8 @@ from PySide6.QtWidgets import (
     QWidgetAction,
 )
 
-from desktop.ui.dashboard_data import DEFAULT_AGENTS
-from desktop.ui.widgets import hbox, vbox
+from desktop.ui.kit.widgets import hbox, vbox
+from desktop.ui.stats.dashboard_data import DEFAULT_AGENTS
 
 NAME_ROLE = Qt.ItemDataRole.UserRole
 

@@ -29,8 +29,8 @@ from PySide6.QtWidgets import (
 
 from desktop.chat.rating import Rating, rate
 from desktop.errors import UserError
-from desktop.ui.async_door import run_blocking, start
-from desktop.ui.widgets import vbox
+from desktop.ui.kit.async_door import run_blocking, start
+from desktop.ui.kit.widgets import vbox
 
 log = logging.getLogger("simi.ui.ratings")
 

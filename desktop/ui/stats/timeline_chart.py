@@ -26,8 +26,8 @@ from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from desktop.chat.timeline import Marker, Segment, Timeline
 from desktop.chat.timeline_facts import ms_text
-from desktop.ui.theme import Colors, current_colors
-from desktop.ui.tooltips import show_plain
+from desktop.ui.kit.theme import Colors, current_colors
+from desktop.ui.kit.tooltips import show_plain
 
 # Segment colours by kind, light and dark (the theme's accent family plus a few distinct hues).
 _KIND_COLORS = {

@@ -33,9 +33,9 @@ from PySide6.QtWidgets import (
 from desktop.chat.timeline import Marker, Segment, Timeline, build_timeline
 from desktop.chat.timeline_facts import Fact
 from desktop.chat.turn_timeline import STATUS_WORDS, TurnTimeline, build_turn_timeline
-from desktop.ui.theme import Colors, current_colors, current_text_scale, scale_font_sizes
-from desktop.ui.timeline_chart import SplitBar, TimelineChart, kind_color
-from desktop.ui.timeline_help import TimelineHelp
+from desktop.ui.kit.theme import Colors, current_colors, current_text_scale, scale_font_sizes
+from desktop.ui.stats.timeline_chart import SplitBar, TimelineChart, kind_color
+from desktop.ui.stats.timeline_help import TimelineHelp
 
 PREFERRED_W, PREFERRED_H = 820, 900
 SELECTABLE = (
