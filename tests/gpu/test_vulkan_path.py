@@ -33,6 +33,14 @@ def test_automatic_gpu_layers_never_choose_the_software_device() -> None:
     assert gpu_memory() == (True, None)
 
 
+def test_a_new_local_agent_keeps_its_layers_off_the_software_device(services: Any) -> None:
+    from desktop.local.starter import STARTER_REF
+    from desktop.store.agents import Agent
+
+    agent = services.agents.create(Agent(name="New local", kind="local", model_path=STARTER_REF))
+    assert agent.n_gpu_layers == 0  # llvmpipe is the CPU again: every layer stays on the CPU
+
+
 def _reply(services: Any, agent: Any, text: str) -> Any:
     conv = services.conversations.create(agent.id)
     turn = services.chat.begin(conv.id, agent, text)
