@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 os.environ["QT_API"] = "pyside6"  # before qasync is imported: it prefers PyQt otherwise
 
@@ -22,6 +22,9 @@ from desktop.process_clock import started_at
 from desktop.settings.paths import AppPaths
 from desktop.store.db import move_aside
 from desktop.store.errors import StoreUnavailable
+
+if TYPE_CHECKING:  # PySide6 is imported at run time only inside the functions (see above)
+    from PySide6.QtWidgets import QApplication, QWidget
 
 log = logging.getLogger("simi.app")
 
@@ -74,7 +77,7 @@ def ask_store_problem(exc: StoreUnavailable) -> StoreChoice:
     return "quit"
 
 
-def install_quit_signals(app: object, window: object) -> None:
+def install_quit_signals(app: QApplication, window: QWidget) -> None:
     """Ctrl+C in the terminal or SIGTERM closes the window the normal way: a streaming reply
     is stopped and kept as cancelled, settings are saved, the worker exits."""
     import signal
@@ -83,19 +86,19 @@ def install_quit_signals(app: object, window: object) -> None:
 
     def request_close(signum: int, _frame: object) -> None:
         log.info("signal %s: closing the window", signum)
-        QTimer.singleShot(0, window.close)  # type: ignore[attr-defined]
+        QTimer.singleShot(0, window.close)
 
     signal.signal(signal.SIGINT, request_close)
     signal.signal(signal.SIGTERM, request_close)
     # Python runs signal handlers only when the interpreter gets control; Qt's loop sleeps in
     # C++, so wake it a few times a second.
-    wake = QTimer(app)  # type: ignore[call-overload]
+    wake = QTimer(app)
     wake.setInterval(200)
     wake.timeout.connect(lambda: None)
     wake.start()
 
 
-def exit_after_first_paint(app: object, window: object) -> None:
+def exit_after_first_paint(app: QApplication, window: QWidget) -> None:
     """SIMI_EXIT_AFTER_FIRST_PAINT=1 (bench/startup.py): at the window's first paint print
     {"first_paint_s": …} on stdout, from the process start (or from SIMI_BENCH_T0, epoch
     seconds, when the caller sets it), then close the window the normal way."""
@@ -117,11 +120,11 @@ def exit_after_first_paint(app: object, window: object) -> None:
                 import json
 
                 print(json.dumps({"first_paint_s": round(elapsed, 4)}), flush=True)
-                QTimer.singleShot(0, window.close)  # type: ignore[attr-defined]
+                QTimer.singleShot(0, window.close)
             return False
 
-    watcher = FirstPaint(app)  # type: ignore[arg-type]
-    app.installEventFilter(watcher)  # type: ignore[attr-defined]
+    watcher = FirstPaint(app)
+    app.installEventFilter(watcher)
 
 
 def run_app(argv: list[str] | None = None) -> int:

@@ -152,7 +152,7 @@ def _shot(qtbot: Any, dialog: SettingsDialog, local: FakeCaches) -> None:
     group = dialog.groups[2]
     assert group.title() == "Local models"
     assert cut_labels(group) == []
-    dialog.scroll.ensureWidgetVisible(group)
+    dialog.scroll_area.ensureWidgetVisible(group)
     assert group.grab().save(str(Path(folder) / "settings_local_models_caches.png"))
 
 

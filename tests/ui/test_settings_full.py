@@ -203,10 +203,10 @@ def test_settings_fit_every_window_size_without_overlaps_or_cut_text(
         assert dialog.width() <= room.width() and dialog.height() <= room.height()
         assert overlaps(dialog) == [], (width, height)
         # it scrolls up and down only: nothing is cut off at the right
-        assert dialog.body.width() <= dialog.scroll.viewport().width()
+        assert dialog.body.width() <= dialog.scroll_area.viewport().width()
         assert cut_labels(dialog) == [], (width, height)
         if (width, height) == (720, 480):
-            assert dialog.scroll.verticalScrollBar().maximum() > 0  # it scrolls, nothing cut
+            assert dialog.scroll_area.verticalScrollBar().maximum() > 0  # it scrolls, nothing cut
         _shot(window, dialog, f"settings_{width}x{height}_{'dark' if dark else 'light'}.png")
         _pick(dialog.text_size, "larger")  # tried live: the dialog makes room or scrolls
         qtbot.waitUntil(lambda d=dialog: d.privacy.font().pointSizeF() > 12, timeout=5000)
@@ -214,7 +214,7 @@ def test_settings_fit_every_window_size_without_overlaps_or_cut_text(
         qtbot.waitUntil(lambda d=dialog: not d.refit_timer.isActive(), timeout=5000)
         QApplication.processEvents()  # the resize it made
         assert overlaps(dialog) == [] and cut_labels(dialog) == [], (width, height)
-        assert dialog.body.width() <= dialog.scroll.viewport().width()
+        assert dialog.body.width() <= dialog.scroll_area.viewport().width()
         room = window.size()  # (the window itself may have grown for the larger text)
         assert dialog.width() <= room.width() and dialog.height() <= room.height()
         dialog.reject()

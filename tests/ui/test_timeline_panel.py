@@ -213,7 +213,7 @@ def test_nothing_overlaps_at_the_smallest_window(
         assert panel.width() <= 720 and panel.height() <= 480
         qapp.processEvents()
         # the chart fits the scroll area's width: nothing cut at the right
-        assert panel.chart.width() <= panel.scroll.viewport().width()
+        assert panel.chart.width() <= panel.scroll_area.viewport().width()
         layout = panel.chart.current_layout()
         _no_overlap([label.rect for label in layout.labels])
         for label in layout.labels:
@@ -228,7 +228,7 @@ def test_nothing_overlaps_at_the_smallest_window(
             host = next(s for s in layout.segments.values() if s.rect.contains(label.rect.center()))
             assert host.rect.left() <= label.rect.left() and label.rect.right() <= host.rect.right()
         _no_overlap([rect for _, _, rect in layout.ticks])
-        body = panel.scroll.widget()
+        body = panel.scroll_area.widget()
         labels = [w for w in body.findChildren(QLabel) if w.isVisible()]
         _no_overlap(
             [
@@ -285,7 +285,7 @@ def test_render_timeline_screenshots_light_and_dark(
                 panel = bubble.footer.open_timeline()
                 qtbot.waitExposed(panel)
                 # the whole panel in one picture: as tall as its content (it scrolls otherwise)
-                panel.resize(panel.width(), panel.scroll.widget().sizeHint().height() + 72)
+                panel.resize(panel.width(), panel.scroll_area.widget().sizeHint().height() + 72)
                 qapp.processEvents()
                 path = out / f"timeline_{name}_{shade}.png"
                 assert panel.grab().save(str(path))

@@ -48,7 +48,7 @@ def _shots(qtbot: Any, qapp: QApplication, window: Any, name: str, tmp_path: Pat
             theme.install(qapp, dark=dark)
             panel = bubble.footer.open_timeline()
             qtbot.waitExposed(panel)
-            panel.resize(panel.width(), panel.scroll.widget().sizeHint().height() + 72)
+            panel.resize(panel.width(), panel.scroll_area.widget().sizeHint().height() + 72)
             qapp.processEvents()
             path = out / f"timeline_real_{name}_{shade}.png"
             assert panel.grab().save(str(path))

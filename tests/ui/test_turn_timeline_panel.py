@@ -44,7 +44,7 @@ def two_call_panel(qtbot: Any) -> TimelinePanel:
 
 
 def texts(panel: TimelinePanel) -> list[str]:
-    return [w.text() for w in panel.scroll.widget().findChildren(QLabel) if w.isVisible()]
+    return [w.text() for w in panel.scroll_area.widget().findChildren(QLabel) if w.isVisible()]
 
 
 def test_two_calls_show_the_turn_to_scale_with_its_totals(qtbot: Any, qapp: Any) -> None:
@@ -139,9 +139,9 @@ def test_render_two_call_timeline_screenshots_light_and_dark(
         for shade, dark in (("light", False), ("dark", True)):
             theme.install(qapp, dark=dark)
             panel = two_call_panel(qtbot)
-            panel.resize(820, panel.scroll.widget().sizeHint().height() + 72)
+            panel.resize(820, panel.scroll_area.widget().sizeHint().height() + 72)
             settle(qapp)
-            body = panel.scroll.widget()
+            body = panel.scroll_area.widget()
             assert overlaps(panel) == [], shade
             assert cut_labels(body) == [], shade
             assert unnamed_controls(panel) == [], shade
@@ -151,7 +151,7 @@ def test_render_two_call_timeline_screenshots_light_and_dark(
             # over the smallest window (720×480, less the margin): it scrolls, nothing is cut
             panel.resize(704, 464)
             settle(qapp)
-            assert panel.turn_chart.width() <= panel.scroll.viewport().width()
+            assert panel.turn_chart.width() <= panel.scroll_area.viewport().width()
             assert overlaps(panel) == [] and cut_labels(body) == [], shade
             drawn = panel.turn_chart.current_layout().labels  # texts drawn on the bars
             for a, b in itertools.combinations([p.rect for p in drawn], 2):
@@ -178,7 +178,7 @@ def test_a_real_two_call_turns_rows_open_the_turn_panel(
     panel = TimelinePanel(rows[-1], None, calls=rows, steps=steps)
     qtbot.addWidget(panel)
     panel.show()
-    panel.resize(820, panel.scroll.widget().sizeHint().height() + 72)
+    panel.resize(820, panel.scroll_area.widget().sizeHint().height() + 72)
     settle(qapp)
     assert panel.turn is not None and [b.text() for b in panel.call_buttons] == ["Call 1", "Call 2"]
     assert set(panel.turn_chart.segment_rects()) >= {"call1", "tool0", "call2"}

@@ -263,7 +263,9 @@ class AgentEditorDialog(QDialog):
         self.endpoint.show_for(kind)
         self.probe.show_for(kind)
         self.local_group.setVisible(kind is not None and not kind.remote)
-        self.model.lineEdit().setPlaceholderText(kind.model_hint if kind else "")
+        typed = self.model.lineEdit()
+        assert typed is not None  # the model box is editable from the start
+        typed.setPlaceholderText(kind.model_hint if kind else "")
 
     # the endpoint and probe sections, under the names the window and the tests use --------
     def effective_base_url(self) -> str | None:
@@ -349,7 +351,8 @@ class AgentEditorDialog(QDialog):
         key = self.endpoint.typed_key() if kind is not None and kind.remote else None
         allowed = self.tools_section.selection() if self.tools_section is not None else None
         self._save_task = start(
-            self._save(agent, key, self.memory_key.isChecked(), allowed), name="agent editor: save"
+            self._save(agent, key, self.endpoint.memory_key.isChecked(), allowed),
+            name="agent editor: save",
         )
         return self._save_task
 
@@ -367,7 +370,7 @@ class AgentEditorDialog(QDialog):
         except ValidationError as exc:
             self.show_errors(exc.fields)
         except SecretsUnavailable as exc:
-            self.memory_key.show()
+            self.endpoint.memory_key.show()
             self.show_errors({"api_key": exc.user_message})
         except UserError as exc:
             self.show_errors({"general": exc.user_message})

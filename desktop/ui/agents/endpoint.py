@@ -266,8 +266,10 @@ class EndpointSection(QObject):
         with self.sync():
             self.base_url.setText(agent.base_url or "")
         seconds = agent.stall_timeout_s  # 30.0 reads as 30; 2.5 stays
-        whole = seconds is not None and float(seconds).is_integer()
-        self.stall_timeout.setText(str(int(seconds)) if whole else show_value(seconds))
+        if seconds is not None and float(seconds).is_integer():
+            self.stall_timeout.setText(str(int(seconds)))
+        else:
+            self.stall_timeout.setText(show_value(seconds))
         self.ca_bundle.setText(agent.ca_bundle or "")
         self.price.load(agent)
 

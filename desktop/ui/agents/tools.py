@@ -130,8 +130,8 @@ class AgentToolsSection:
         servers = tools.manager.config.list()
         chosen: dict[str, set[str]] = {}
         if agent is not None and agent.id is not None:
-            for server, tool in tools.tools.agent_tools(agent.id):
-                chosen.setdefault(server, set()).add(tool)
+            for server_name, tool in tools.tools.agent_tools(agent.id):
+                chosen.setdefault(server_name, set()).add(tool)
         self.note = WrapLabel(INTRO if servers else NO_SERVERS, "DialogNote")
         layout.addWidget(self.note)
         self.servers: dict[str, ServerTools] = {}

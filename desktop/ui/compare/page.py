@@ -11,11 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from typing import Any
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QTabWidget, QWidget
 
+from desktop.chat.services import Services
 from desktop.store.agents import Agent
 from desktop.ui.compare.runs_view import RunsView
 from desktop.ui.compare.view import CompareView
@@ -29,7 +29,7 @@ class ComparePage(QTabWidget):
 
     def __init__(
         self,
-        services: Any,
+        services: Services,
         ask_save_path: Callable[[str, str, str], str | None] | None = None,
         ask_open_path: Callable[[str, str, str], str | None] | None = None,
         parent: QWidget | None = None,

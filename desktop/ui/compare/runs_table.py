@@ -25,9 +25,11 @@ from PySide6.QtWidgets import (
 
 from desktop.chat import prompt_runs
 from desktop.chat.prompt_runs import AgentSummary
+from desktop.chat.services import Services
 from desktop.settings.places import clean_file_name, start_folder
 from desktop.store.stats import rows_to_csv
 from desktop.ui.kit.text_format import relative_time
+from desktop.ui.kit.widgets import cell_text
 from desktop.ui.stats.chart_axes import count_text, ms_text, tok_s_text, usd_text
 
 RESUMABLE = ("paused", "interrupted")
@@ -98,7 +100,7 @@ def export_proposal(prefs: Any, run: Any, fmt: str) -> tuple[str, str]:
     return str(start_folder(prefs) / name), filters
 
 
-def load_run(services: Any, run_id: int) -> tuple[Any, list[Any], list[Any]]:
+def load_run(services: Services, run_id: int) -> tuple[Any, list[Any], list[Any]]:
     """(run, its calls, its summaries), on a worker thread."""
     run = services.compare.run(run_id)
     calls = services.compare.calls(run_id)
@@ -183,13 +185,13 @@ class RunsTable(QTableWidget):
         self.setUpdatesEnabled(True)
 
     def cells(self, row: int) -> list[str]:
-        return [self.item(row, c).text() for c in range(self.columnCount())]
+        return [cell_text(self, row, c) for c in range(self.columnCount())]
 
     def rows_by_agent(self) -> dict[str, list[str]]:
-        return {self.item(r, 0).text(): self.cells(r) for r in range(self.rowCount())}
+        return {cell_text(self, r, 0): self.cells(r) for r in range(self.rowCount())}
 
 
-def write_export(services: Any, run_id: int, fmt: str, path: str) -> int:
+def write_export(services: Services, run_id: int, fmt: str, path: str) -> int:
     """Write run ``run_id`` to ``path`` (on a worker thread); returns the number of calls.
     CSV: one row per call (``export_rows``); JSON: the run, per-agent summary and calls."""
     rows = prompt_runs.export_rows(services, run_id)

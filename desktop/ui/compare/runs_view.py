@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.chat import prompt_runs
+from desktop.chat.services import Services
 from desktop.errors import UserError
 from desktop.settings.places import remember_folder, start_folder
 from desktop.ui.compare.runs_table import (
@@ -69,7 +70,7 @@ class RunsView(QWidget):
 
     def __init__(
         self,
-        services: Any,
+        services: Services,
         *,
         ask_save_path: Callable[[str, str, str], str | None] | None = None,
         ask_open_path: Callable[[str, str, str], str | None] | None = None,

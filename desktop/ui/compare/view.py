@@ -471,7 +471,10 @@ class CompareView(QWidget):
         self._update_controls()
         if self.prompt and all(c.last_reply() is not None for c in self.columns):
             self._all_done()
-            replies = {c.last_reply().id: c.position for c in self.columns if c.last_reply()}
+            # keyed as votes name them: a vote's message id is None once that reply is deleted
+            replies: dict[int | None, int] = {
+                reply.id: c.position for c in self.columns if (reply := c.last_reply()) is not None
+            }
             for vote in self.services.compare.votes(session.id):
                 left = replies.get(vote.left_message_id)
                 right = replies.get(vote.right_message_id)

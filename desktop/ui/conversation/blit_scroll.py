@@ -113,7 +113,8 @@ class BlitScrollArea(QScrollArea):
         height and move every one of them twice: a repaint of the whole view.)
         """
         QCoreApplication.sendEvent(self, QEvent(QEvent.Type.LayoutRequest))
-        layout = self.widget().layout()
+        content = self.widget()
+        layout = content.layout() if content is not None else None
         if layout is not None:
             layout.activate()
 

@@ -118,7 +118,7 @@ class ConversationBrowser(QWidget):
         self.undo_button = QPushButton("Undo")
         self.undo_button.setObjectName("UndoButton")
         self.undo_button.clicked.connect(self.undo_delete)
-        self.undo_bar.layout().insertWidget(1, self.undo_button)
+        self.undo_bar.row.insertWidget(1, self.undo_button)
         self.undo_bar.dismissed.connect(self.finish_delete)
         self.undo_bar.hide()
         layout.addWidget(self.undo_bar)

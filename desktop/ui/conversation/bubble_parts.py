@@ -138,7 +138,7 @@ class ErrorBox(QFrame):
     def __init__(self, retry: Callable[[], None], fit: Callable[[str], None]) -> None:
         super().__init__()
         self.setObjectName("ErrorBox")
-        layout = QHBoxLayout(self)
+        layout = self._row = QHBoxLayout(self)
         layout.setContentsMargins(10, 8, 8, 8)
         layout.setSpacing(10)
         self.text = plain(QLabel())  # an error's words (a server's, a tool's): never HTML
@@ -167,7 +167,7 @@ class ErrorBox(QFrame):
             button.setToolTip(tip)
         button.setCursor(Qt.CursorShape.PointingHandCursor)
         button.clicked.connect(slot)
-        self.layout().addWidget(button, 0, Qt.AlignmentFlag.AlignTop)
+        self._row.addWidget(button, 0, Qt.AlignmentFlag.AlignTop)
         return button
 
     @staticmethod

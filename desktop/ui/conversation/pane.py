@@ -16,6 +16,7 @@ from typing import Any
 from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import (
+    QAbstractButton,
     QApplication,
     QFrame,
     QLabel,
@@ -387,7 +388,7 @@ class ConversationPane(QWidget):
         box.setIcon(QMessageBox.Icon.Question)
         box.setWindowTitle("Raise context")
         box.setText(offer.question)
-        buttons = {}
+        buttons: dict[QAbstractButton, ContextChoice] = {}
         details = []
         for choice in offer.choices:  # short buttons; what each costs in the text above them
             label = f"Raise to {choice.n_ctx:,}"

@@ -101,9 +101,12 @@ def person_is_typing() -> bool:
 def reveal(area: QScrollArea, card: QWidget, margin: int = 12) -> None:
     """Scroll ``area`` so the card's top (its tool and server) is in view, unless the whole
     card is already; a card taller than the view shows from its top."""
-    if not shiboken6.isValid(card) or not shiboken6.isValid(area) or area.widget() is None:
+    if not shiboken6.isValid(card) or not shiboken6.isValid(area):
         return
-    top = card.mapTo(area.widget(), QPoint(0, 0)).y()
+    content = area.widget()
+    if content is None:
+        return
+    top = card.mapTo(content, QPoint(0, 0)).y()
     bar = area.verticalScrollBar()
     view = area.viewport().height()
     if top < bar.value() or top + card.height() > bar.value() + view:

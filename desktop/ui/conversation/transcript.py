@@ -307,7 +307,7 @@ class Transcript(BlitScrollArea):
         bubble = self._bubbles.get(self._found_id) if self._found_id is not None else None
         row = bubble.parentWidget() if bubble is not None else None
         if row is not None:
-            self.widget().layout().activate()
+            self._layout.activate()
             self.ensureWidgetVisible(row, 0, 80)
             self._stick = False
 

@@ -15,6 +15,7 @@ from typing import Any
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication, QWidget
 
+from desktop.chat.services import Services
 from desktop.errors import UserError
 from desktop.ui.kit.async_door import run_blocking, start
 
@@ -47,7 +48,7 @@ def fits_now(info: Any, params: Any) -> bool:
 class LocalWarmer(QObject):
     """Watches the window for its first paint and for a composer getting focus or text."""
 
-    def __init__(self, services: Any, window: QWidget) -> None:
+    def __init__(self, services: Services, window: QWidget) -> None:
         super().__init__(window)
         self._services = services
         self._window = window

@@ -31,7 +31,7 @@ class ElidedLabel(QLabel):
         self.setWordWrap(False)
         self.setText(text)
 
-    def text(self) -> str:  # type: ignore[override]
+    def text(self) -> str:
         return self._full
 
     def shown_text(self) -> str:
@@ -40,7 +40,7 @@ class ElidedLabel(QLabel):
     def is_elided(self) -> bool:
         return self.shown_text() != self._full
 
-    def setText(self, text: str) -> None:  # type: ignore[override]
+    def setText(self, text: str) -> None:
         self.set_texts([text])
 
     def set_texts(self, texts: Sequence[str]) -> None:
@@ -52,7 +52,7 @@ class ElidedLabel(QLabel):
         self.updateGeometry()
         self._refit()
 
-    def setToolTip(self, tip: str) -> None:  # type: ignore[override]
+    def setToolTip(self, tip: str) -> None:
         self._auto_tip = False
         super().setToolTip(tip)
 

@@ -35,7 +35,7 @@ def _blank() -> QImage:
 class SafeDocument(QTextDocument):
     """A ``QTextDocument`` whose resources are never loaded (see the module's text)."""
 
-    def loadResource(self, kind: int, name: QUrl) -> object:
+    def loadResource(self, kind: int, name: QUrl | str) -> object:
         number = int(getattr(kind, "value", kind))
         return _blank() if number == _IMAGE else QByteArray()
 

@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
     QStyle,
     QStyledItemDelegate,
     QStyleOptionViewItem,
+    QTableWidget,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -144,6 +145,12 @@ def confirm(parent: QWidget | None, title: str, text: str) -> bool:
     return answer == QMessageBox.StandardButton.Yes
 
 
+def cell_text(table: QTableWidget, row: int, column: int) -> str:
+    """A table cell's text; "" for a cell nothing was put in."""
+    item = table.item(row, column)
+    return item.text() if item is not None else ""
+
+
 def _set(box: Box, margins: Margins, spacing: int) -> Box:
     """``vbox``/``hbox``: a column/row layout (on ``parent`` when given), margins, spacing."""
     box.setContentsMargins(*margins)
@@ -154,13 +161,13 @@ def _set(box: Box, margins: Margins, spacing: int) -> Box:
 def vbox(
     parent: QWidget | None = None, margins: Margins = (0, 0, 0, 0), spacing: int = 0
 ) -> QVBoxLayout:
-    return _set(QVBoxLayout(parent), margins, spacing)
+    return _set(QVBoxLayout(parent) if parent is not None else QVBoxLayout(), margins, spacing)
 
 
 def hbox(
     parent: QWidget | None = None, margins: Margins = (0, 0, 0, 0), spacing: int = 0
 ) -> QHBoxLayout:
-    return _set(QHBoxLayout(parent), margins, spacing)
+    return _set(QHBoxLayout(parent) if parent is not None else QHBoxLayout(), margins, spacing)
 
 
 class ComposerEdit(QPlainTextEdit):
@@ -330,7 +337,7 @@ class InfoBar(QFrame):
     def __init__(self, text: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("InfoBar")
-        layout = QHBoxLayout(self)
+        layout = self.row = QHBoxLayout(self)  # the label, then any buttons, then the close
         layout.setContentsMargins(16, 8, 8, 8)
         layout.setSpacing(8)
         self.label = plain_label(text, "InfoText", wrap=True)
@@ -367,10 +374,10 @@ class FlowLayout(QLayout):
     def count(self) -> int:
         return len(self._items)
 
-    def itemAt(self, index: int) -> QLayoutItem | None:  # type: ignore[override]
+    def itemAt(self, index: int) -> QLayoutItem | None:
         return self._items[index] if 0 <= index < len(self._items) else None
 
-    def takeAt(self, index: int) -> QLayoutItem | None:  # type: ignore[override]
+    def takeAt(self, index: int) -> QLayoutItem | None:
         return self._items.pop(index) if 0 <= index < len(self._items) else None
 
     def expandingDirections(self) -> Qt.Orientation:

@@ -22,29 +22,33 @@ if TYPE_CHECKING:
 
     from desktop.ui.markdown.render import BlockItem, Style
 
+# What mypy checks the mixin against: the QWidget it is mixed into (at run time, no base).
+if TYPE_CHECKING:
+    _Widget = QWidget
+else:
+    _Widget = object
+
 EXACT_CHARS = 30_000  # texts up to this long are laid out whole on a width change
 SLICE_S = 0.006  # idle layout works in slices this long
 
 
-class LazyLayout:
+class LazyLayout(_Widget):
     """Mixed into ``MarkdownView`` (before QWidget), which holds the state it reads."""
 
     _items: list[BlockItem]
     _tops: list[float]
     _width: int
     _lazy: QTimer
-    style_: Style
-    source: str
 
     if TYPE_CHECKING:
 
+        @property
+        def style_(self) -> Style: ...
+        @property
+        def source(self) -> str: ...
         def _place_copy_button(self, item: BlockItem) -> None: ...
         def _place_tail(self) -> None: ...
         def _fit(self, grow_only: bool = False) -> bool: ...
-        def height(self) -> int: ...
-        def update(self) -> None: ...
-        def parentWidget(self) -> QWidget | None: ...
-        def mapFrom(self, parent: QWidget, pos: QPoint) -> QPoint: ...
 
     # layout -----------------------------------------------------------------------------------
     def _relayout(self) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import re
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import (
@@ -39,6 +40,9 @@ from PySide6.QtGui import (
 from desktop.chat.md_blocks import Block
 from desktop.ui.kit.safe_document import IMAGE_MARK, SafeDocument, images_as_text, short_address
 from desktop.ui.kit.theme import Colors
+
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QToolButton
 
 GAP = 10  # between blocks
 CODE_PAD_X = 10
@@ -136,14 +140,14 @@ def _prose_document(source: str, style: Style) -> QTextDocument:
         block = block.next()
     for frame in doc.rootFrame().childFrames():
         if isinstance(frame, QTextTable):
-            fmt = frame.format().toTableFormat()
-            fmt.setBorderBrush(border)
-            fmt.setBorderStyle(QTextFrameFormat.BorderStyle.BorderStyle_Solid)
-            fmt.setBorderCollapse(True)
-            fmt.setBorder(1)
-            fmt.setCellPadding(4)
-            fmt.setCellSpacing(0)
-            frame.setFormat(fmt)
+            table_format = frame.format().toTableFormat()
+            table_format.setBorderBrush(border)
+            table_format.setBorderStyle(QTextFrameFormat.BorderStyle.BorderStyle_Solid)
+            table_format.setBorderCollapse(True)
+            table_format.setBorder(1)
+            table_format.setCellPadding(4)
+            table_format.setCellSpacing(0)
+            frame.setFormat(table_format)
             for column in range(frame.columns()):  # the header row on a tint
                 cell = frame.cellAt(0, column)
                 cell_format = cell.format()
@@ -272,7 +276,7 @@ class BlockItem:
         self.height = 0.0
         self.width = 0.0  # the width it was laid out at (exact) or estimated for
         self.exact = False
-        self.copy_button = None  # a code block's QToolButton, owned by the view
+        self.copy_button: QToolButton | None = None  # a code block's, owned by the view
 
     @property
     def is_code(self) -> bool:
@@ -431,8 +435,9 @@ class BlockItem:
         line = layout.lineForTextPosition(position)
         if not line.isValid():
             line = layout.lineAt(layout.lineCount() - 1)
-        x = line.cursorToX(position)[0]
-        x2 = line.cursorToX(position + 1)[0]
+        # PySide6's stub types cursorToX as returning object; it returns (x, position)
+        x = line.cursorToX(position)[0]  # type: ignore[index]
+        x2 = line.cursorToX(position + 1)[0]  # type: ignore[index]
         rect = doc.documentLayout().blockBoundingRect(block)
         return QRectF(
             origin.x() + rect.x() + x,

@@ -27,8 +27,16 @@ from PySide6.QtWidgets import QMenu
 from desktop.ui.markdown import text_access
 
 if TYPE_CHECKING:
+    from PySide6.QtWidgets import QWidget
+
     from desktop.ui.markdown.render import BlockItem, Style
     from desktop.ui.markdown.stream_text import StreamText
+
+# What mypy checks the mixin against: the QWidget it is mixed into (at run time, no base).
+if TYPE_CHECKING:
+    _Widget = QWidget
+else:
+    _Widget = object
 
 Pos = tuple[int, int]  # (item index, offset in its text); index len(items) is the tail
 
@@ -40,7 +48,7 @@ def open_link(url: str) -> None:
         QDesktopServices.openUrl(qurl)
 
 
-class BlockSelection:
+class BlockSelection(_Widget):
     """Mixed into ``MarkdownView`` (before QWidget), which holds the state it reads."""
 
     _items: list[BlockItem]
@@ -50,17 +58,12 @@ class BlockSelection:
     _selection: tuple[Pos, Pos] | None
     _press: Pos | None
     _pressed_link: str
-    style_: Style
 
     if TYPE_CHECKING:
 
+        @property
+        def style_(self) -> Style: ...
         def _tail_top(self) -> float: ...
-        def update(self) -> None: ...
-        def width(self) -> int: ...
-        def setFocus(self, reason: Qt.FocusReason) -> None: ...
-        def setCursor(self, shape: Qt.CursorShape) -> None: ...
-        def setToolTip(self, text: str) -> None: ...
-        def accessibleName(self) -> str: ...
 
     # selection --------------------------------------------------------------------------------
     def _item_selection(self, index: int) -> tuple[int, int] | None:

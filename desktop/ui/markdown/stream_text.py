@@ -339,8 +339,11 @@ class StreamText(QWidget):
         line = layout.lineForTextPosition(min(local, len(piece.text)))
         if not line.isValid():
             line = layout.lineAt(layout.lineCount() - 1)
-        left = line.cursorToX(local)[0]
-        right = line.cursorToX(local + 1)[0] if local < len(piece.text) else left + 1
+        # PySide6's stub types cursorToX as returning object; it returns (x, position)
+        left: float = line.cursorToX(local)[0]  # type: ignore[index]
+        right: float = left + 1
+        if local < len(piece.text):
+            right = line.cursorToX(local + 1)[0]  # type: ignore[index]
         top = piece.top + line.y()
         return QRect(
             math.floor(min(left, right)),

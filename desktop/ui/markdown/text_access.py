@@ -180,7 +180,7 @@ class TextAccessible(QAccessibleWidget, QAccessibleTextInterface):
             return None  # over a part: the point is this text's
         return kid
 
-    def text(self, *args: Any) -> str:  # type: ignore[override]
+    def text(self, *args: Any) -> str:
         """``text(QAccessible.Text)`` of the interface, or ``text(start, end)`` of the text
         interface (one Python name serves both C++ overloads)."""
         if len(args) == 2:

@@ -25,6 +25,7 @@ from PySide6.QtCore import QObject, QUrl, Signal
 from PySide6.QtGui import QAction, QDesktopServices
 from PySide6.QtWidgets import QMenu, QPushButton, QWidget
 
+from desktop.chat.services import Services
 from desktop.errors import UserError
 from desktop.local.catalog import ModelCatalog, ModelEntry
 from desktop.local.context_size import available_ram
@@ -51,7 +52,7 @@ def _gpu_memory() -> tuple[bool, int | None]:
     return gpu_memory()
 
 
-def downloaded(services: Any, path: str) -> bool:
+def downloaded(services: Services, path: str) -> bool:
     """Whether the app downloaded ``path`` (only those may be deleted from the app)."""
     hub = getattr(services, "hub", None)
     manifest = getattr(getattr(hub, "downloads", None), "manifest", None)
@@ -77,7 +78,7 @@ class ModelActions(QObject):
 
     def __init__(
         self,
-        services: Any,
+        services: Services,
         parent: QWidget,
         selected: Callable[[], ModelEntry | None],
         ram: Callable[[], int | None] = available_ram,

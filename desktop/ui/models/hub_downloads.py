@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
 
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QResizeEvent
@@ -32,6 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.chat.services import Services
 from desktop.errors import UserError
 from desktop.hub.client import HubAuthError
 from desktop.hub.downloads import DownloadHandle, DownloadProgress, PendingDownload
@@ -158,7 +158,7 @@ class DownloadsPanel(QFrame):
     changed = Signal(str, str)
     auth_needed = Signal(object)
 
-    def __init__(self, services: Any, parent: QWidget | None = None) -> None:
+    def __init__(self, services: Services, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("HubDownloads")
         self._services = services
@@ -176,19 +176,19 @@ class DownloadsPanel(QFrame):
         title = QLabel("DOWNLOADS")
         title.setObjectName("SectionLabel")
         outer.addWidget(title)
-        self.scroll = QScrollArea()
-        self.scroll.setObjectName("HubDownloadList")
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
-        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll_area = QScrollArea()
+        self.scroll_area.setObjectName("HubDownloadList")
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         body = QWidget()
         body.setObjectName("HubDownloadBody")
         self.list = QVBoxLayout(body)
         self.list.setContentsMargins(0, 0, 0, 0)
         self.list.setSpacing(0)
         self.list.addStretch(1)
-        self.scroll.setWidget(body)
-        outer.addWidget(self.scroll)
+        self.scroll_area.setWidget(body)
+        outer.addWidget(self.scroll_area)
         self.hide()
 
     # public ----------------------------------------------------------------------------------
@@ -357,14 +357,14 @@ class DownloadsPanel(QFrame):
         if not rows:
             self.hide()
             return
-        width = max(self.scroll.viewport().width(), 200)
+        width = max(self.scroll_area.viewport().width(), 200)
         heights = sorted(
             (r.heightForWidth(width) if r.hasHeightForWidth() else r.sizeHint().height())
             for r in rows
         )
         wanted = sum(heights[-self.rows_shown :]) + 2
-        self.scroll.setMaximumHeight(wanted)  # a short window may squeeze it to one row
-        self.scroll.setMinimumHeight(min(wanted, heights[0] + 2))
+        self.scroll_area.setMaximumHeight(wanted)  # a short window may squeeze it to one row
+        self.scroll_area.setMinimumHeight(min(wanted, heights[0] + 2))
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)

@@ -261,8 +261,7 @@ class ModelTable(QTableWidget):
             dark = current_colors().dark  # light/dark switched: the marks' colours follow
             for row in range(self.rowCount()):
                 item = self.item(row, FIT_COLUMN)
-                verdict = item.data(KEY_ROLE) if item is not None else None
-                if verdict:
+                if item is not None and (verdict := item.data(KEY_ROLE)):
                     item.setForeground(QColor(fit_colour(verdict, dark)))
 
     def set_action(self, name: str, text: str, enabled: bool, tip: str = "") -> None:

@@ -7,7 +7,6 @@ token."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -20,6 +19,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from desktop.chat.services import Services
 from desktop.errors import UserError
 from desktop.ui.kit.async_door import run_blocking, start
 from desktop.ui.kit.widgets import plain
@@ -33,7 +33,7 @@ class TokenPanel(QFrame):
     saved = Signal()
     removed = Signal()
 
-    def __init__(self, services: Any) -> None:
+    def __init__(self, services: Services) -> None:
         super().__init__()
         self.setObjectName("UndoBar")  # the bordered notice frame of the theme
         self._services = services

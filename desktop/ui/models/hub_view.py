@@ -42,6 +42,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.chat.services import Services
 from desktop.errors import UserError
 from desktop.hub.client import HubAuthError, HubClient, RepoSummary, hub_endpoint
 from desktop.hub.files import (
@@ -71,7 +72,7 @@ Action = Callable[[], Coroutine[Any, Any, None]]
 class HubView(QWidget):
     downloaded = Signal(str)  # the path of a model whose download completed and verified
 
-    def __init__(self, services: Any, parent: QWidget | None = None) -> None:
+    def __init__(self, services: Services, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("HubView")
         self.services = services

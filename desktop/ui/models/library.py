@@ -12,7 +12,7 @@ unreadable file's error lies across the fact columns.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +98,7 @@ class LibraryTable(QTableWidget):
         self,
         entries: Sequence[ModelEntry],
         used_by: dict[str, list[str]],
-        states: dict[str, str],
+        states: Mapping[str, str],
     ) -> None:
         selected = self.selected_path()
         self.entries = list(entries)

@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.chat.services import Services
 from desktop.errors import UserError
 from desktop.local.catalog import ModelCatalog, ModelEntry
 from desktop.local.gpu import GpuSupport, detect
@@ -69,7 +70,7 @@ class ModelsPage(QTabWidget):
     model_state_changed = Signal(str, str)
     agent_created = Signal(object)
 
-    def __init__(self, services: Any, parent: QWidget | None = None) -> None:
+    def __init__(self, services: Services, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("ModelsPage")
         self.setDocumentMode(True)

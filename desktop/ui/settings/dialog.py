@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 
 from desktop.chat.agents import AgentService
 from desktop.chat.price_book import PriceBook, PricesInfo
-from desktop.chat.services import PREF_IDLE_UNLOAD_MIN, idle_unload_seconds
+from desktop.chat.services import PREF_IDLE_UNLOAD_MIN, Services, idle_unload_seconds
 from desktop.chat.tool_loop import ToolRunner
 from desktop.errors import UserError
 from desktop.local.context_size import CONTEXT_STEPS, RAM_SHARE
@@ -137,29 +137,29 @@ class SettingsDialog(QDialog):
             self._data_group(),
             self._privacy_group(),
         ]
-        self.scroll = QScrollArea()
-        self.scroll.setObjectName("SettingsScroll")
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
-        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.scroll.setWidget(self.body)
+        self.scroll_area = QScrollArea()
+        self.scroll_area.setObjectName("SettingsScroll")
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll_area.setWidget(self.body)
         self.buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
         )
         self.buttons.accepted.connect(self.save)
         self.buttons.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
+        layout = self._outer = QVBoxLayout(self)
         self.tools_page: ToolsPage | None = None
         self.tabs: QTabWidget | None = None
         if tools is not None and agents is not None:
             self.tools_page = ToolsPage(tools, agents)
             self.tabs = QTabWidget()
             self.tabs.setObjectName("SettingsTabs")
-            self.tabs.addTab(self.scroll, "General")
+            self.tabs.addTab(self.scroll_area, "General")
             self.tabs.addTab(self.tools_page, "Tools")
             layout.addWidget(self.tabs, 1)
         else:
-            layout.addWidget(self.scroll, 1)
+            layout.addWidget(self.scroll_area, 1)
         layout.addWidget(self.buttons)
         self._parts: list[list[QGroupBox]] = []
         self.refit_timer = QTimer(self)  # a text size change: lay out again, once
@@ -172,7 +172,7 @@ class SettingsDialog(QDialog):
             self.resize(self.size().expandedTo(QSize(760, 640)).boundedTo(self._room()))
 
     @classmethod
-    def for_services(cls, services: Any, parent: QWidget | None = None) -> SettingsDialog:
+    def for_services(cls, services: Services, parent: QWidget | None = None) -> SettingsDialog:
         """The window's Settings: its preferences, prices, local runtime, MCP servers."""
         return cls(
             services.prefs,
@@ -197,8 +197,8 @@ class SettingsDialog(QDialog):
             sides = QHBoxLayout(self.body)
             sides.setContentsMargins(4, 0, 8, 4)
             sides.setSpacing(16)
-        while sides.count():  # arranged before: the groups move to the new stacks
-            stack = sides.takeAt(0).layout()
+        while (taken := sides.takeAt(0)) is not None:  # arranged before: groups move on
+            stack = taken.layout()
             if stack is not None:
                 while stack.count():
                     stack.takeAt(0)
@@ -337,21 +337,21 @@ class SettingsDialog(QDialog):
 
     def _chrome_width(self) -> int:
         """What the dialog adds around the groups: its margins and the scroll bar."""
-        margins = self.layout().contentsMargins()
-        bar = self.scroll.verticalScrollBar().sizeHint().width()
-        return margins.left() + margins.right() + bar + 2 * self.scroll.frameWidth()
+        margins = self._outer.contentsMargins()
+        bar = self.scroll_area.verticalScrollBar().sizeHint().width()
+        return margins.left() + margins.right() + bar + 2 * self.scroll_area.frameWidth()
 
     def _fitting_size(self) -> QSize:
         """Its natural size, within the window it belongs to and the screen (it scrolls)."""
         natural = self.body.sizeHint()
-        bar = self.scroll.verticalScrollBar().sizeHint().width()
-        margins = self.layout().contentsMargins()
+        bar = self.scroll_area.verticalScrollBar().sizeHint().width()
+        margins = self._outer.contentsMargins()
         least = 1040 if self.columns == 2 else 560  # two columns: room for the paths
         width = max(natural.width() + bar, least) + margins.left() + margins.right()
         height = (
             natural.height()
             + self.buttons.sizeHint().height()
-            + self.layout().spacing()
+            + self._outer.spacing()
             + margins.top()
             + margins.bottom()
         )

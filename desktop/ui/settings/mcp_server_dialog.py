@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
+    QBoxLayout,
     QCheckBox,
     QComboBox,
     QDialog,
@@ -73,7 +74,9 @@ class EnvRow(QWidget):
         self.remove = QPushButton("Remove")
         self.remove.setAccessibleName("Remove this variable")
         host = row(self.name, self.value, self.secret, self.remove)
-        host.layout().setStretchFactor(self.value, 2)
+        line_up = host.layout()
+        assert isinstance(line_up, QBoxLayout)  # row() lays its widgets out in a QHBoxLayout
+        line_up.setStretchFactor(self.value, 2)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(host)

@@ -44,12 +44,12 @@ def same_widths(groups: Sequence[QGroupBox]) -> None:
     from one group to the next. Called again when the text size changes."""
     forms = [g.layout() for g in groups]
     labels = [
-        item.widget()
+        label
         for f in forms
         if isinstance(f, QFormLayout)
         for i in range(f.rowCount())
         if (item := f.itemAt(i, QFormLayout.ItemRole.LabelRole)) is not None
-        and item.widget() is not None
+        and (label := item.widget()) is not None
     ]
     boxes = [box for g in groups for box in g.findChildren(QComboBox)]
     for same in (labels, boxes):

@@ -198,7 +198,7 @@ class UserGuide(QDialog):
         self.search.setPlaceholderText("Search the guide")
         self.search.setAccessibleName("Search the guide")
         self.search.setClearButtonEnabled(True)
-        self.search.textChanged.connect(self.find)
+        self.search.textChanged.connect(self.find_words)
         self.search.returnPressed.connect(self.find_next)
         self.found = QLabel("")
         self.found.setObjectName("DialogNote")
@@ -252,7 +252,7 @@ class UserGuide(QDialog):
             found.append(QTextCursor(cursor))
         return found
 
-    def find(self, words: str | None = None) -> int:
+    def find_words(self, words: str | None = None) -> int:
         """Mark every place the words occur and go to the first; returns how many."""
         words = (self.search.text() if words is None else words).strip()
         matches = self._matches(words)
@@ -261,8 +261,8 @@ class UserGuide(QDialog):
         look.setBackground(QColor(theme.current_colors().selection))
         for cursor in matches:
             mark = QTextEdit.ExtraSelection()
-            mark.cursor = cursor  # type: ignore[attr-defined]
-            mark.format = look  # type: ignore[attr-defined]
+            mark.cursor = cursor
+            mark.format = look
             marks.append(mark)
         self.text.setExtraSelections(marks)
         if not words:

@@ -91,7 +91,8 @@ class PaneStack(QStackedWidget):
         self.setCurrentWidget(pane)
         if pane.size() != self.size():  # a new pane: lay it out now, not on the next pass
             pane.resize(self.size())
-            pane.layout().activate()
+            if (layout := pane.layout()) is not None:
+                layout.activate()
         conv_id = pane.conversation_id
         if conv_id is not None:  # most recently used last
             self._panes.pop(conv_id, None)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QKeyCombination, Qt
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (
     QDialog,
@@ -24,6 +24,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
+from desktop.ui.kit.widgets import cell_text
 
 Std = QKeySequence.StandardKey
 
@@ -65,7 +67,9 @@ def sequences(shortcut: Shortcut) -> list[QKeySequence]:
 
 def _on_most_keyboards(seq: QKeySequence) -> bool:
     """False for a lone dedicated key past F35 (Qt's "New", "Find", "Help", "Copy" keys)."""
-    combined = seq[0].toCombined()
+    # PySide6's stub lacks QKeySequence.__getitem__ (Qt's operator[]), which it has
+    first: QKeyCombination = seq[0]  # type: ignore[index]
+    combined = first.toCombined()
     modifiers = combined & int(Qt.KeyboardModifier.KeyboardModifierMask.value)
     key = combined & ~int(Qt.KeyboardModifier.KeyboardModifierMask.value)
     return seq.count() > 1 or bool(modifiers) or key <= Qt.Key.Key_F35.value
@@ -120,6 +124,6 @@ class ShortcutsSheet(QDialog):
 
     def rows(self) -> list[tuple[str, str]]:
         return [
-            (self.table.item(r, 0).text(), self.table.item(r, 1).text())
+            (cell_text(self.table, r, 0), cell_text(self.table, r, 1))
             for r in range(self.table.rowCount())
         ]

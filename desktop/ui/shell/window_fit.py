@@ -32,8 +32,8 @@ class MinimumSizes(QObject):
         if (self._window.minimumWidth(), self._window.minimumHeight()) != (width, height):
             self._window.setMinimumSize(width, height)
         splitter = getattr(self._window, "splitter", None)
-        if isinstance(splitter, QSplitter) and splitter.count():
-            splitter.widget(0).setMinimumWidth(round(SIDEBAR_MIN * scale))
+        if isinstance(splitter, QSplitter) and (side := splitter.widget(0)) is not None:
+            side.setMinimumWidth(round(SIDEBAR_MIN * scale))
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self._window and event.type() in (QEvent.Type.Show, QEvent.Type.FontChange):

@@ -232,18 +232,18 @@ class TimeChart(QWidget):
             )
         # x axis: time ticks, with the date under the first time of each day
         max_ticks = max(2, int(r.width() // 90))
-        for tick in time_ticks(*self._x_range, max_ticks):
-            x, _ = self._to_xy(tick.at, 0)
+        for mark in time_ticks(*self._x_range, max_ticks):
+            x, _ = self._to_xy(mark.at, 0)
             if x < r.left() - 1 or x > r.right() + 1:
                 continue
             painter.setPen(QPen(grid, 1))
             painter.drawLine(QPointF(x, r.bottom()), QPointF(x, r.bottom() + 4))
             painter.setPen(muted)
             box = QRectF(x - 45, r.bottom() + 5, 90, fm.height())
-            painter.drawText(box, Qt.AlignmentFlag.AlignHCenter, tick.label)
-            if tick.date:
+            painter.drawText(box, Qt.AlignmentFlag.AlignHCenter, mark.label)
+            if mark.date:
                 painter.drawText(
-                    box.translated(0, fm.height()), Qt.AlignmentFlag.AlignHCenter, tick.date
+                    box.translated(0, fm.height()), Qt.AlignmentFlag.AlignHCenter, mark.date
                 )
         painter.setPen(QPen(grid, 1))
         painter.drawLine(r.bottomLeft(), r.bottomRight())
@@ -325,7 +325,13 @@ class TimeChart(QWidget):
             p = self.points[self.hovered]
             self.point_clicked.emit(p.conversation_id, p.message_id)
             return
-        steps = {Qt.Key.Key_Left: -1, Qt.Key.Key_Right: 1, Qt.Key.Key_Home: -n, Qt.Key.Key_End: n}
+        # key() is an int; Qt.Key is an IntEnum, so its members are the same keys
+        steps: dict[int, int] = {
+            Qt.Key.Key_Left: -1,
+            Qt.Key.Key_Right: 1,
+            Qt.Key.Key_Home: -n,
+            Qt.Key.Key_End: n,
+        }
         if not n or key not in steps:
             return super().keyPressEvent(event)
         order = sorted(range(n), key=lambda i: self.points[i].at)

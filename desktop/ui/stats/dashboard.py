@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -41,8 +41,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.chat.services import Services
 from desktop.errors import UserError
-from desktop.store.stats import StatsFilter, rows_to_csv, rows_to_json
+from desktop.store.stats import StatsFilter, StatsStore, rows_to_csv, rows_to_json
 from desktop.ui.kit.async_door import run_blocking, start
 from desktop.ui.kit.elided_label import ElidedLabel
 from desktop.ui.kit.widgets import hbox, plain, vbox
@@ -72,7 +73,13 @@ WATCH_MS = 4000  # how often an open page checks for newly recorded calls
 NO_CALLS = "Send a message to any agent; every reply's timing, tokens and cost appear here."
 
 
-def _write_export(stats: Any, f: StatsFilter, fmt: str, path: str) -> int:
+def _day(edit: QDateEdit) -> date:
+    """The day a date field shows (QDate.toPython, typed as object in PySide6's stubs)."""
+    day = edit.date()
+    return date(day.year(), day.month(), day.day())
+
+
+def _write_export(stats: StatsStore, f: StatsFilter, fmt: str, path: str) -> int:
     rows = stats.export_rows(f)
     with open(path, "w", encoding="utf-8", newline="") as out:
         (rows_to_csv if fmt == "csv" else rows_to_json)(rows, out)
@@ -103,7 +110,7 @@ class StatsPage(QWidget):
 
     def __init__(
         self,
-        services: Any,
+        services: Services,
         *,
         open_reply: Callable[[int, int | None], None] | None = None,
         ask_save_path: Callable[[str, str, str], str | None] | None = None,
@@ -274,14 +281,14 @@ class StatsPage(QWidget):
             w.setVisible(custom)
         self.reload()
 
-    def _agents_picked(self, names: object) -> None:
-        self._picked = tuple(names) if names is not None else None  # type: ignore[arg-type]
+    def _agents_picked(self, names: Iterable[str] | None) -> None:
+        self._picked = tuple(names) if names is not None else None
         self.reload()
 
     def query(self) -> DashboardQuery:
         custom = None
         if self.range_key == "custom":
-            custom = (self.from_edit.date().toPython(), self.to_edit.date().toPython())
+            custom = (_day(self.from_edit), _day(self.to_edit))
         since, until = range_bounds(self.range_key, datetime.now().astimezone(), custom)
         return DashboardQuery(since, until, self._picked, str(self.metric_box.currentData()))
 
@@ -408,7 +415,7 @@ class StatsPage(QWidget):
         self.table.setFixedHeight(max(height, 60))
 
     # the dots --------------------------------------------------------------------------------
-    def open_point(self, conversation_id: object, message_id: object) -> None:
+    def open_point(self, conversation_id: int | None, message_id: int | None) -> None:
         """Open the reply of a chart dot (or its conversation, or say why neither)."""
         conversations = self._services.conversations
         conv = conversations.get(conversation_id) if conversation_id is not None else None

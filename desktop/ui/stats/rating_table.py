@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -28,9 +27,11 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.chat.rating import Rating, rate
+from desktop.chat.services import Services
 from desktop.errors import UserError
+from desktop.store.compare import CompareStore
 from desktop.ui.kit.async_door import run_blocking, start
-from desktop.ui.kit.widgets import vbox
+from desktop.ui.kit.widgets import cell_text, vbox
 
 log = logging.getLogger("simi.ui.ratings")
 
@@ -70,7 +71,7 @@ def rating_cells(r: Rating) -> list[tuple[str, str]]:
     ]
 
 
-def load_ratings(compare: Any) -> list[Rating]:
+def load_ratings(compare: CompareStore) -> list[Rating]:
     """Every vote, rated (on a worker thread)."""
     return rate(compare.votes())
 
@@ -78,7 +79,7 @@ def load_ratings(compare: Any) -> list[Rating]:
 class RatingSection(QWidget):
     refreshed = Signal()
 
-    def __init__(self, services: Any, parent: QWidget | None = None) -> None:
+    def __init__(self, services: Services, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("RatingSection")
         self._services = services
@@ -159,4 +160,4 @@ class RatingSection(QWidget):
         self.refreshed.emit()
 
     def cells(self, row: int) -> list[str]:
-        return [self.table.item(row, c).text() for c in range(self.table.columnCount())]
+        return [cell_text(self.table, row, c) for c in range(self.table.columnCount())]
