@@ -10,17 +10,7 @@ from pathlib import Path
 import pytest
 
 from desktop import __version__
-
-
-def simi(env: dict, *args: str, stdin: str | None = None, timeout: float = 120):
-    return subprocess.run(
-        [sys.executable, "-m", "desktop", *args],
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+from tests.helpers.cli import simi
 
 
 def test_version_via_module_and_console_script(cli_env) -> None:

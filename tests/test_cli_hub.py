@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from desktop.local.starter import STARTER_FILE
+from tests.helpers import cli
 from tests.helpers.fake_hub import GATED_REPO, GGUF_REPO, MMPROJ_FILE, FakeHub, fake_hub
 
 MODEL = STARTER_FILE.removesuffix(".gguf")
@@ -29,14 +30,8 @@ def hub_env(cli_env: dict[str, str]) -> Iterator[tuple[FakeHub, dict[str, str]]]
 
 
 def simi(env: dict[str, str], *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "desktop", "models", *args],
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    """``simi models ARGS``."""
+    return cli.simi(env, "models", *args, stdin=stdin)
 
 
 def test_search_table_and_json(hub_env: tuple[FakeHub, dict[str, str]]) -> None:

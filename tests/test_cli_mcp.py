@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from desktop.cli import main
+from tests.helpers import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = (sys.executable, "-m", "tests.helpers.mcp_server", "--stdio")
@@ -39,14 +39,8 @@ def test_add_list_check_tools_and_remove_a_stdio_server(
 ) -> None:
     options = ["--env", "PLAIN=1", "--secret-env", "TOOL_TOKEN", "--timeout", "30"]
     options += ["--cwd", str(ROOT)]
-    added = subprocess.run(
-        [sys.executable, "-m", "desktop", "mcp", "add", "tools", *options, "--", *SERVER],
-        cwd=ROOT,
-        env=cli_env,
-        input="tok-cli-secret-0007\n",
-        capture_output=True,
-        text=True,
-        timeout=120,
+    added = cli.simi(
+        cli_env, "mcp", "add", "tools", *options, "--", *SERVER, stdin="tok-cli-secret-0007\n"
     )
     assert added.returncode == 0, added.stderr
     assert "Added MCP server “tools”" in added.stdout

@@ -3,21 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.helpers import gguf_files
-
-
-def simi(env: dict, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "desktop", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+from tests.helpers.cli import simi
 
 
 def test_models_list_add_and_remove_folder(cli_env, tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ from desktop.chat.services import Services
 from desktop.chat.tool_loop import DENIED_TEXT, NO_APPROVER_TEXT
 from desktop.cli import main
 from desktop.settings.paths import AppPaths
+from tests.helpers.cli import run_text
 from tests.helpers.fault_server import FaultServer, Reply
 from tests.helpers.tool_server import Call, tool_reply
 from tests.helpers.tool_turns import add_mcp_server, tool_agent
@@ -71,20 +72,13 @@ def record_of(stdout: str) -> dict[str, Any]:
 
 
 def ask_piped(cli_env: dict, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ask_args(*extra, "What is 2+3?"),
-        cwd=ROOT,
-        env=cli_env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_text(ask_args(*extra, "What is 2+3?"), cli_env, stdin=subprocess.DEVNULL)
 
 
-def ask_on_terminal(cli_env: dict, typed: bytes) -> tuple[int, str, str]:
-    """The CLI with a pseudo-terminal as stdin; ``typed`` is what the person types (the
-    terminal holds it until the CLI reads it)."""
+@contextlib.contextmanager
+def asked_on_terminal(cli_env: dict) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """The CLI asking "What is 2+3?" with a pseudo-terminal as stdin: yields the process and
+    the terminal's other end, where the person types; the terminal is closed after."""
     master, slave = os.openpty()
     try:
         proc = subprocess.Popen(
@@ -96,10 +90,17 @@ def ask_on_terminal(cli_env: dict, typed: bytes) -> tuple[int, str, str]:
             stderr=subprocess.PIPE,
         )
         os.close(slave)
-        os.write(master, typed)
-        out, err = proc.communicate(timeout=120)
+        yield proc, master
     finally:
         os.close(master)
+
+
+def ask_on_terminal(cli_env: dict, typed: bytes) -> tuple[int, str, str]:
+    """The CLI with a pseudo-terminal as stdin; ``typed`` is what the person types (the
+    terminal holds it until the CLI reads it)."""
+    with asked_on_terminal(cli_env) as (proc, master):
+        os.write(master, typed)
+        out, err = proc.communicate(timeout=120)
     return proc.returncode, out.decode(), err.decode()
 
 
@@ -204,17 +205,7 @@ def test_on_a_terminal_always_stores_a_grant_and_the_next_ask_is_not_asked(
 
 def test_ctrl_c_while_the_question_waits_stops_the_reply(cli_env: dict) -> None:
     with model(cli_env, [add_call(text="Adding."), answer("never sent")]) as server:
-        master, slave = os.openpty()
-        try:
-            proc = subprocess.Popen(
-                ask_args("What is 2+3?"),
-                cwd=ROOT,
-                env=cli_env,
-                stdin=slave,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-            )
-            os.close(slave)
+        with asked_on_terminal(cli_env) as (proc, _terminal):
             assert proc.stderr is not None
             seen = b""
             deadline = time.monotonic() + 90
@@ -227,8 +218,6 @@ def test_ctrl_c_while_the_question_waits_stops_the_reply(cli_env: dict) -> None:
             assert QUESTION.encode() in seen, seen.decode()
             proc.send_signal(signal.SIGINT)
             out, err = proc.communicate(timeout=60)
-        finally:
-            os.close(master)
         assert len(server.requests) == 1  # the model was not called again
     err_text = seen.decode() + err.decode()
     assert proc.returncode == 130, err_text

@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import subprocess
 import sys
 import tarfile
 import zipfile
@@ -20,6 +19,7 @@ from bench.gguf_synth import fill, write_head
 from bench.gpu_proof import KEYS, all_layers_offloaded
 from desktop.local.gguf import read_header
 from tests.helpers import gguf_files
+from tests.helpers.cli import run_text
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "gpu-proof"
@@ -29,12 +29,9 @@ NUMBERS = [k for k in KEYS if k.endswith(("_gpu", "_cpu"))]
 @pytest.mark.slow
 def test_measure_only_on_the_cpu_build_prints_exactly_the_keys() -> None:
     tiny = ("--tokens", "3", "--prompt-tokens", "24", "--runs", "1", "--threads", "1")
-    done = subprocess.run(
+    done = run_text(
         [str(SCRIPT), "--measure-only", "--no-gpu", *tiny],
-        cwd=ROOT,
-        env={**os.environ, "PYTHON": sys.executable},
-        capture_output=True,
-        text=True,
+        {**os.environ, "PYTHON": sys.executable},
         timeout=240,
     )
     assert done.returncode == 0, done.stderr
@@ -131,14 +128,7 @@ exec "{sys.executable}" "$@"
     }
     (tmp_path / "cuda" / "include").mkdir(parents=True)
     (tmp_path / "cuda" / "include" / "cublas_v2.h").write_text("")
-    done = subprocess.run(
-        [str(SCRIPT), "--build-only"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_text([str(SCRIPT), "--build-only"], env)
     assert done.returncode == 0, done.stderr
     args = log.read_text()
     assert "-DGGML_CUDA=on" in args and "-DCMAKE_CUDA_ARCHITECTURES=90" in args
@@ -148,14 +138,7 @@ exec "{sys.executable}" "$@"
     assert "installed: 0.3.36" in done.stderr
     # a rerun reuses the wheel: no second build
     log.unlink()
-    again = subprocess.run(
-        [str(SCRIPT), "--build-only"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    again = run_text([str(SCRIPT), "--build-only"], env)
     assert again.returncode == 0, again.stderr
     assert not log.exists() and "building" not in again.stderr
 

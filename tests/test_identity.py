@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import platform
-import subprocess
-import sys
 import time
 
 import pytest
@@ -12,16 +10,7 @@ import pytest
 from desktop import __version__
 from desktop.identity import BUNDLED_LICENCES, identity, llama_backend, verbose_text
 from desktop.settings.paths import AppPaths
-
-
-def simi(env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "desktop", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+from tests.helpers.cli import packages_loaded, simi
 
 
 def test_version_stays_one_line_and_fast(cli_env: dict) -> None:
@@ -60,15 +49,8 @@ def test_version_verbose_names_every_part(
 
 
 def test_verbose_version_loads_neither_qt_nor_llama_cpp() -> None:
-    code = (
-        "import sys\n"
-        "from desktop.identity import verbose_text\n"
-        "verbose_text()\n"
-        "bad = sorted(m for m in sys.modules if m.startswith(('PySide6', 'llama_cpp')))\n"
-        "print(','.join(bad))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == ""
+    code = "from desktop.identity import verbose_text\nverbose_text()"
+    assert packages_loaded(code, ("PySide6", "llama_cpp")) == []
 
 
 def test_the_backend_is_cpu_for_a_build_without_gpu_libraries() -> None:
@@ -80,11 +62,5 @@ def test_building_the_command_line_loads_no_store_qt_or_llama_cpp() -> None:
     """`simi --version` (and the parser every command builds first) imports neither the
     store's sqlite_utils (~170 ms with numpy), Qt nor llama.cpp: commands import what they
     use when they run."""
-    code = (
-        "import sys\n"
-        "import desktop.cli\n"
-        "heavy = ('sqlite_utils', 'numpy', 'PySide6', 'llama_cpp', 'genai_prices')\n"
-        "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in heavy)))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == ""
+    heavy = ("sqlite_utils", "numpy", "PySide6", "llama_cpp", "genai_prices")
+    assert packages_loaded("import desktop.cli", heavy) == []

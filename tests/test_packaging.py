@@ -12,30 +12,28 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def make_dry_run(target: str) -> str:
+    """The commands ``make TARGET`` would run in the repository (``make -n``), one a line."""
+    return subprocess.run(
+        ["make", "--no-print-directory", "-n", "-C", str(ROOT), target],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout
+
+
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_make_deb_builds_the_bundle_before_the_package() -> None:
-    dry = subprocess.run(
-        ["make", "--no-print-directory", "-n", "-C", str(ROOT), "deb"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=True,
-    )
-    lines = dry.stdout.splitlines()
+    dry = make_dry_run("deb")
+    lines = dry.splitlines()
     bundle = [i for i, line in enumerate(lines) if "packaging/build-bundle.sh" in line]
     deb = [i for i, line in enumerate(lines) if "packaging/linux/build-deb" in line]
-    assert bundle and deb, dry.stdout
-    assert bundle[0] < deb[0], dry.stdout
+    assert bundle and deb, dry
+    assert bundle[0] < deb[0], dry
     # the package carries the Vulkan build beside the CPU one; a plain bundle does not
     assert "VULKAN=1" in lines[bundle[0]], lines[bundle[0]]
-    plain = subprocess.run(
-        ["make", "--no-print-directory", "-n", "-C", str(ROOT), "bundle"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=True,
-    )
-    assert "VULKAN=0" in plain.stdout
+    assert "VULKAN=0" in make_dry_run("bundle")
 
 
 def test_the_vulkan_libraries_are_unpacked_one_file_each_with_soname_links(tmp_path: Path) -> None:

@@ -8,27 +8,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
+from tests.helpers.cli import simi
 from tests.helpers.servers import llama_server
 
 pytestmark = pytest.mark.slow
 
 KEY = "sk-simi-leakcheck-4f9a2c7e1b"
-
-
-def simi(env, *args, stdin=None):
-    return subprocess.run(
-        [sys.executable, "-m", "desktop", *args],
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
 
 
 def test_key_lives_only_in_the_keyring(cli_env, simi_home, secret_service_env) -> None:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 from desktop.chat.export import from_json, to_json, to_markdown
 from desktop.store.agents import Agent
+from tests.helpers.cli import simi
+from tests.helpers.stats_rows import record_reply_stats
 
 SECRET = "sk-test-SECRET-never-exported-123"
 
@@ -28,20 +28,16 @@ def _conversation(services) -> int:
         model=agent.model,
         reasoning="Recall the mean depth.",
     )
-    services.stats.record(
-        {
-            "message_id": first.id,
-            "conversation_id": conv.id,
-            "agent_id": agent.id,
-            "agent_name": agent.name,
-            "provider_kind": "openai",
-            "started_at": "2025-01-01",
-            "ttft_ms": 120.0,
-            "output_tokens": 9,
-            "cost_usd": 0.0002,
-            "finish_reason": "stop",
-            "endpoint_host": "api.openai.com",
-        }
+    record_reply_stats(
+        services,
+        first,
+        "openai",
+        started_at="2025-01-01",
+        ttft_ms=120.0,
+        output_tokens=9,
+        cost_usd=0.0002,
+        finish_reason="stop",
+        endpoint_host="api.openai.com",
     )
     store.add_message(
         conv.id,
@@ -88,28 +84,18 @@ def test_import_recreates_versions_active_branch_and_stats(services) -> None:
 
 def test_simi_export_and_import_on_the_command_line(services, cli_env, tmp_path) -> None:
     conv_id = _conversation(services)
-
-    def simi(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "desktop", *args],
-            env=cli_env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-
-    md = simi("export", str(conv_id), "--format", "md")
+    md = simi(cli_env, "export", str(conv_id), "--format", "md")
     assert md.returncode == 0, md.stderr
     assert "# Sea facts" in md.stdout
     out = tmp_path / "sea.json"
-    by_title = simi("export", "sea facts", "--format", "json", "-o", str(out))
+    by_title = simi(cli_env, "export", "sea facts", "--format", "json", "-o", str(out))
     assert by_title.returncode == 0, by_title.stderr
     assert SECRET not in out.read_text()
-    imported = simi("import", str(out))
+    imported = simi(cli_env, "import", str(out))
     assert imported.returncode == 0, imported.stderr
     assert "Imported “Sea facts”" in imported.stdout
-    missing = simi("export", "no such thing")
+    missing = simi(cli_env, "export", "no such thing")
     assert missing.returncode == 1 and "no conversation" in missing.stderr
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "other"}')
-    assert "not a SIMI Multi conversation" in simi("import", str(bad)).stderr
+    assert "not a SIMI Multi conversation" in simi(cli_env, "import", str(bad)).stderr

@@ -28,19 +28,24 @@ def _counts(services: Any) -> tuple[int, int, int]:
     )
 
 
+def _refused(services: Any, file: list[dict[str, Any]]) -> str:
+    """What importing ``file`` says when it is refused; nothing may have been stored."""
+    before = _counts(services)
+    with pytest.raises(ExportError) as caught:
+        import_conversations(file, services.conversations, services.stats, services.agents)
+    assert _counts(services) == before
+    return caught.value.user_message
+
+
 def test_a_file_whose_third_of_five_conversations_is_broken_imports_nothing_and_says_why(
     services: Any,
 ) -> None:
-    before = _counts(services)
     file = [exported(f"Chat {n}", 6) for n in range(1, 6)]
     file[2]["messages"][3]["parent_id"] = 99  # no such message in it
-    with pytest.raises(ExportError) as caught:
-        import_conversations(file, services.conversations, services.stats, services.agents)
-    assert caught.value.user_message == (
+    assert _refused(services, file) == (
         "Conversation 3 of 5 in the file: The export's messages refer to parents that are not "
         "in it. Nothing was imported."
     )
-    assert _counts(services) == before
 
     del file[2]  # the four good ones import, in the file's order
     ids = import_conversations(file, services.conversations, services.stats, services.agents)
@@ -52,7 +57,6 @@ def test_a_file_whose_third_of_five_conversations_is_broken_imports_nothing_and_
 def test_a_write_that_fails_part_way_leaves_nothing(
     services: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    before = _counts(services)
     real_record = services.stats.record
     calls = 0
 
@@ -65,13 +69,10 @@ def test_a_write_that_fails_part_way_leaves_nothing(
 
     monkeypatch.setattr(services.stats, "record", record)
     file = [exported(f"Chat {n}", 6) for n in range(1, 6)]
-    with pytest.raises(ExportError) as caught:
-        import_conversations(file, services.conversations, services.stats, services.agents)
-    assert caught.value.user_message == (
+    assert _refused(services, file) == (
         "Conversation 3 of 5 in the file could not be stored (disk I/O error). "
         "Nothing was imported."
     )
-    assert _counts(services) == before
     assert not services.db.conn.in_transaction
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,9 +20,9 @@ from desktop.chat.pricing import LOCAL, UNKNOWN, price_call, provider_ref
 from desktop.errors import UserError
 from desktop.local.starter import STARTER_AGENT_NAME
 from desktop.store.agents import Agent
+from tests.helpers.cli import packages_loaded, run_text
 from tests.helpers.fault_server import FaultServer, Reply, error_reply, replay
 
-ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-test-pricing-5e1f0a"
 
 
@@ -187,14 +186,14 @@ def _row(model: str, **extra: Any) -> dict[str, Any]:
     return {**base, "model_requested": model, "started_at": "2026-12-01T11:16:16.123+00:00"} | extra
 
 
+def _compatible(base_url: str, model: str) -> Agent:
+    """An OpenAI-compatible agent at ``base_url`` asking for ``model``."""
+    return Agent(name="agent", kind="openai-compatible", base_url=base_url, model=model)
+
+
 def test_hosted_openai_compatible_services_are_priced_by_their_address(tmp_path: Path) -> None:
     book = PriceBook(tmp_path / "prices.json")
-    groq = Agent(
-        name="g",
-        kind="openai-compatible",
-        base_url="https://api.groq.com/openai/v1",
-        model="llama-3.1-8b-instant",
-    )
+    groq = _compatible("https://api.groq.com/openai/v1", "llama-3.1-8b-instant")
     priced = book.price(_row("llama-3.1-8b-instant"), groq)
     assert priced.price_source == "genai-prices" and priced.cost_usd == 0.00009
     for url in (
@@ -211,12 +210,7 @@ def test_hosted_openai_compatible_services_are_priced_by_their_address(tmp_path:
 
 def test_openrouter_reported_cost_is_split_by_the_datasets_prices(tmp_path: Path) -> None:
     book = PriceBook(tmp_path / "prices.json")
-    agent = Agent(
-        name="o",
-        kind="openai-compatible",
-        base_url="https://openrouter.ai/api/v1",
-        model="openai/gpt-4o-mini",
-    )
+    agent = _compatible("https://openrouter.ai/api/v1", "openai/gpt-4o-mini")
     row = _row("openai/gpt-4o-mini", cost_usd=0.00084, price_source="reported")
     priced = book.price(row, agent)
     assert priced.price_source == "reported" and priced.cost_usd == 0.00084
@@ -334,14 +328,7 @@ print(json.dumps({"seen": seen, "source": turn.stats["price_source"]}))
 def test_genai_prices_is_imported_on_a_worker_thread_never_the_loops(
     cli_env: dict[str, str],
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", _TURN_SCRIPT],
-        cwd=ROOT,
-        env=cli_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_text([sys.executable, "-c", _TURN_SCRIPT], cli_env)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["source"] == "genai-prices"
@@ -352,13 +339,8 @@ def test_genai_prices_is_imported_on_a_worker_thread_never_the_loops(
 
 def test_window_and_cli_start_up_do_not_import_genai_prices() -> None:
     code = (
-        "import sys, desktop.cli, desktop.cli_ask, desktop.ui.shell.main_window, desktop.app;"
-        "import desktop.chat.services, desktop.chat.pricing, desktop.chat.price_book;"
-        "print([m for m in sys.modules if m.split('.')[0] in ('genai_prices', 'pydantic')])"
+        "import desktop.cli, desktop.cli_ask, desktop.ui.shell.main_window, desktop.app\n"
+        "import desktop.chat.services, desktop.chat.pricing, desktop.chat.price_book"
     )
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]"
+    assert packages_loaded(code, ("genai_prices", "pydantic"), env) == []

@@ -171,14 +171,22 @@ def test_the_footer_words_say_the_calls_and_the_tools_time() -> None:
     assert lines[2].startswith("Call 2: 2.40 s")
 
 
-def test_a_real_two_call_turn_feeds_the_summarys_tool_figures(services: Any) -> None:
+def recorded_two_call_turn(services: Any) -> tuple[list[dict[str, Any]], list[ToolStep]]:
+    """A turn recorded by ``ChatService.run``: the model (a loopback OpenAI-compatible server)
+    calls add on the SDK's MCP test server over stdio, then answers. Returns its calls' stats
+    rows and its tool steps."""
     add_mcp_server(services)
-    with FaultServer([call("add", {"a": 2, "b": 3}), answer("It is 5.")]) as server:
+    script = [call("add", {"a": 2, "b": 3}), answer("It is 5.")]
+    with FaultServer(script) as server:
         agent = tool_agent(services, server.url + "/v1", tools="tools:add")
         turn, _ = run_turn(services, agent, "2+3?", always("once"))
     message = turn.assistant_message_id
     rows = services.stats.calls_for_messages([message])[message]
-    steps = services.tools.steps.for_message(message)
+    return rows, services.tools.steps.for_message(message)
+
+
+def test_a_real_two_call_turn_feeds_the_summarys_tool_figures(services: Any) -> None:
+    rows, steps = recorded_two_call_turn(services)
     timeline = build_turn_timeline(rows, steps)
     assert [p.kind for p in timeline.parts if p.kind in ("call", "tool")] == [
         "call",

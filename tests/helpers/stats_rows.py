@@ -9,6 +9,9 @@ cancels, and some calls without a price (``price_source`` NULL, never a cost of 
 ``started_at`` is spread over ``days`` days before ``end`` (in time order, as a real history is
 written); each agent has its own speed, so the percentiles differ per agent.
 Same seed, same rows.
+
+``record_reply_stats(services, reply, kind, **figures)`` stores one row: the figures of a reply
+a test wrote into a conversation itself.
 """
 
 from __future__ import annotations
@@ -280,4 +283,19 @@ def fill_stats(
         first_at=values[0][at] if values else end,
         last_at=values[-1][at] if values else end,
         ids=(first_id, first_id + rows - 1),
+    )
+
+
+def record_reply_stats(services: Any, reply: Any, provider_kind: str, **figures: Any) -> int:
+    """Store ``figures`` as the stats row of the assistant message ``reply`` (a stored
+    ``Message``), for its conversation and the agent it names; returns the row's id."""
+    return services.stats.record(
+        {
+            **figures,
+            "message_id": reply.id,
+            "conversation_id": reply.conversation_id,
+            "agent_id": reply.agent_id,
+            "agent_name": reply.agent_name,
+            "provider_kind": provider_kind,
+        }
     )

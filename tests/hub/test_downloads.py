@@ -21,6 +21,7 @@ from desktop.hub.downloads import (
     ChecksumMismatch,
     DiskFull,
     Downloader,
+    DownloadHandle,
     DownloadProgress,
     download_file,
 )
@@ -127,11 +128,17 @@ def test_a_server_ignoring_range_starts_over_and_still_verifies(
     assert Path(final.path or "").stat().st_size == model.size
 
 
-def test_pause_then_resume(hub: FakeHub, tmp_path: Path) -> None:
+def slow_starter_download(hub: FakeHub, folder: Path) -> tuple[GgufModel, Events, DownloadHandle]:
+    """The starter's download into ``folder``, begun at 20 MB/s (slow enough to act on):
+    the model, its progress reports, and the handle to pause or cancel it."""
     model = model_of(GGUF_REPO, STARTER_FILE)
     hub.throttle_bps = 20e6
     events = Events()
-    handle = downloader(tmp_path).start(GGUF_REPO, model, events)
+    return model, events, downloader(folder).start(GGUF_REPO, model, events)
+
+
+def test_pause_then_resume(hub: FakeHub, tmp_path: Path) -> None:
+    model, events, handle = slow_starter_download(hub, tmp_path)
     moving = events.wait_for(lambda p: p.state == "running" and p.speed_bps is not None)
     assert moving.speed_bps and moving.eta_s is not None and 0 < moving.done < model.size
     handle.pause()
@@ -147,10 +154,7 @@ def test_pause_then_resume(hub: FakeHub, tmp_path: Path) -> None:
 
 
 def test_resume_after_a_restart(hub: FakeHub, tmp_path: Path) -> None:
-    model = model_of(GGUF_REPO, STARTER_FILE)
-    hub.throttle_bps = 20e6
-    events = Events()
-    handle = downloader(tmp_path).start(GGUF_REPO, model, events)
+    model, events, handle = slow_starter_download(hub, tmp_path)
     events.wait_for(lambda p: p.done > 0)
     handle.pause()
     events.wait_for(lambda p: p.state == "paused")
@@ -171,10 +175,7 @@ def test_resume_after_a_restart(hub: FakeHub, tmp_path: Path) -> None:
 
 
 def test_cancel_deletes_the_parts(hub: FakeHub, tmp_path: Path) -> None:
-    model = model_of(GGUF_REPO, STARTER_FILE)
-    hub.throttle_bps = 20e6
-    events = Events()
-    handle = downloader(tmp_path).start(GGUF_REPO, model, events)
+    _, events, handle = slow_starter_download(hub, tmp_path)
     events.wait_for(lambda p: p.done > 0)
     handle.cancel()
     assert handle.wait(WAIT_S).state == "cancelled"

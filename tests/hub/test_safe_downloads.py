@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -176,15 +177,25 @@ def test_names_that_are_fine() -> None:
 
 
 # -- "already there" is the hub's sha256 ----------------------------------------------------------
-def test_a_same_size_file_with_other_bytes_is_not_already_there(
-    hub: FakeHub, tmp_path: Path
-) -> None:
+def found_in_place(
+    tmp_path: Path, content: Callable[[GgufModel], bytes]
+) -> tuple[Downloader, GgufModel, Path]:
+    """A downloader on ``tmp_path``, OTHER_REPO's one model, and that model's file put where
+    the download would write it, holding ``content(model)``, before anything is downloaded."""
     with HubClient() as client:
         (model,) = group_gguf(client.files(OTHER_REPO))
     dl = Downloader(tmp_path, HubClient)
     dest = dl.target_path(OTHER_REPO, model.first)
     dest.parent.mkdir(parents=True)
-    dest.write_bytes(b"\x00" * model.size)  # the right size, other bytes
+    dest.write_bytes(content(model))
+    return dl, model, dest
+
+
+def test_a_same_size_file_with_other_bytes_is_not_already_there(
+    hub: FakeHub, tmp_path: Path
+) -> None:
+    # the right size, other bytes
+    dl, model, dest = found_in_place(tmp_path, lambda m: b"\x00" * m.size)
     assert dl.downloaded_path(OTHER_REPO, model) is None
     assert dl.downloaded_path(OTHER_REPO, model, deep=True) is None
     final = dl.start(OTHER_REPO, model).wait(WAIT_S)
@@ -210,12 +221,7 @@ def test_a_same_size_file_with_other_bytes_is_not_already_there(
 def test_a_same_size_file_with_the_hubs_bytes_is_taken_without_downloading(
     hub: FakeHub, tmp_path: Path
 ) -> None:
-    with HubClient() as client:
-        (model,) = group_gguf(client.files(OTHER_REPO))
-    dl = Downloader(tmp_path, HubClient)
-    dest = dl.target_path(OTHER_REPO, model.first)
-    dest.parent.mkdir(parents=True)
-    dest.write_bytes(hub.repos[OTHER_REPO].files[model.first.path])
+    dl, model, dest = found_in_place(tmp_path, lambda m: hub.repos[OTHER_REPO].files[m.first.path])
     assert dl.downloaded_path(OTHER_REPO, model) is None  # the manifest does not know it
     assert dl.downloaded_path(OTHER_REPO, model, deep=True) == dest  # read and compared
     assert dl.manifest.is_downloaded(dest)

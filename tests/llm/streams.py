@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+from collections.abc import Callable
 from typing import Any, TypeVar
+
+import pytest
 
 from desktop.errors import UserError
 from desktop.llm.anthropic import AnthropicProvider
@@ -11,6 +15,7 @@ from desktop.llm.events import ReasoningDelta, StreamEvent, TextDelta
 from desktop.llm.gemini import GeminiProvider
 from desktop.llm.openai_compat import OpenAICompatProvider
 from desktop.llm.provider import ChatMessage, ChatRequest, Provider, Sampling
+from tests.helpers.fault_server import Recorded, Reply, replay
 
 T = TypeVar("T")
 KINDS = ("openai", "anthropic", "gemini")
@@ -51,6 +56,54 @@ async def run(
     finally:
         await provider.aclose()
     return events, None
+
+
+async def cancel_after_deltas(
+    provider: Provider, request: ChatRequest, count: int, *, then_busy: bool = False
+) -> int:
+    """Consume ``provider.stream(request)`` in a task and cancel that task, as Stop does, once
+    ``count`` text deltas have arrived; with ``then_busy`` the consumer first stops reading (busy
+    painting), so the cancel lands while the stream is suspended between events. Returns how
+    many text deltas the consumer had seen when it was cancelled."""
+    seen = 0
+    reached = asyncio.Event()
+
+    async def consume() -> None:
+        nonlocal seen
+        async with contextlib.aclosing(provider.stream(request)) as events:  # type: ignore[type-var]
+            async for event in events:
+                if isinstance(event, TextDelta):
+                    seen += 1
+                    if seen >= count:
+                        reached.set()
+                        if then_busy:
+                            await asyncio.Event().wait()
+
+    task = asyncio.create_task(consume())
+    await reached.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    return seen
+
+
+def model_pages(kind: str, next_page: str) -> Callable[[Recorded], Reply]:
+    """A fault-server handler for a two-page model list: ``{kind}_models_page2.json`` when the
+    request path carries ``next_page`` (the provider asked for the second page), page 1 else."""
+
+    def pages(request: Recorded) -> Reply:
+        page = 2 if next_page in request.path else 1
+        return replay(f"{kind}_models_page{page}.json")
+
+    return pages
+
+
+async def list_models(provider: Provider) -> list[str]:
+    """The provider's model list, closing the provider after."""
+    try:
+        return await provider.list_models()
+    finally:
+        await provider.aclose()
 
 
 def text(events: list[StreamEvent]) -> str:

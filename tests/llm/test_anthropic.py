@@ -7,8 +7,8 @@ import asyncio
 from desktop.llm.errors import ProviderUnavailable
 from desktop.llm.events import Finished, ReasoningDelta, RunInfo, TextDelta, Usage
 from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
-from tests.helpers.fault_server import FaultServer, Recorded, Reply, fixture, replay
-from tests.llm.streams import make, only, reasoning, run, text
+from tests.helpers.fault_server import FaultServer, Reply, fixture, replay
+from tests.llm.streams import list_models, make, model_pages, only, reasoning, run, text
 
 
 def test_thinking_is_reasoning_then_text_with_cached_prompt_usage() -> None:
@@ -92,19 +92,8 @@ def test_stream_without_message_stop_is_reported_as_cut_short() -> None:
 
 
 def test_models_are_listed_across_pages() -> None:
-    def pages(request: Recorded) -> Reply:
-        page = 2 if "after_id=claude-haiku-4-5" in request.path else 1
-        return replay(f"anthropic_models_page{page}.json")
-
-    async def go(url: str) -> list[str]:
-        provider = make("anthropic", url)
-        try:
-            return await provider.list_models()
-        finally:
-            await provider.aclose()
-
-    with FaultServer(pages) as server:
-        models = asyncio.run(go(server.url))
+    with FaultServer(model_pages("anthropic", "after_id=claude-haiku-4-5")) as server:
+        models = asyncio.run(list_models(make("anthropic", server.url)))
     assert models == ["claude-3-haiku-20240307", "claude-haiku-4-5", "claude-sonnet-4-5-20250929"]
     assert server.requests[0].path.startswith("/v1/models?limit=")
     assert server.requests[0].headers["x-api-key"]

@@ -8,7 +8,6 @@ yielded first, and that the API key never appears.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import socket
 from collections.abc import Iterator
@@ -26,7 +25,7 @@ from desktop.llm.errors import (
     Stalled,
     UserError,
 )
-from desktop.llm.events import Finished, TextDelta, Timing
+from desktop.llm.events import Finished, Timing
 from tests.helpers.fault_server import (
     FaultServer,
     Recorded,
@@ -37,7 +36,7 @@ from tests.helpers.fault_server import (
     ticking_tokens,
 )
 from tests.helpers.servers import closed_port
-from tests.llm.streams import KINDS, REQUEST, make, run, text
+from tests.llm.streams import KINDS, REQUEST, cancel_after_deltas, make, run, text
 
 KEY = "sk-secret-key-ABCDEF123456"
 GEMINI_KEY = "AIzaSecretKeyForTests_0123456789"
@@ -376,24 +375,7 @@ def test_cancel_closes_the_http_stream_and_the_server_sees_it(kind: str) -> None
 
     async def go() -> tuple[int, bool]:
         provider = make(kind, server.url, key=KEY)
-        seen = 0
-        three = asyncio.Event()
-
-        async def consume() -> None:
-            nonlocal seen
-            async with contextlib.aclosing(provider.stream(REQUEST)) as events:  # type: ignore[type-var]
-                async for event in events:
-                    if isinstance(event, TextDelta):
-                        seen += 1
-                        if seen == 3:
-                            three.set()
-                            await asyncio.Event().wait()  # busy painting; Stop comes now
-
-        task = asyncio.create_task(consume())
-        await three.wait()
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        seen = await cancel_after_deltas(provider, REQUEST, 3, then_busy=True)
         # The server notices within one chunk interval; 10 s only guards a hung test.
         noticed = await asyncio.to_thread(server.disconnected.wait, 10)
         await provider.aclose()

@@ -7,8 +7,8 @@ import asyncio
 from desktop.llm.errors import BadResponse, ProviderUnavailable
 from desktop.llm.events import Finished, RunInfo, TextDelta, Usage
 from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
-from tests.helpers.fault_server import FaultServer, Recorded, Reply, fixture, replay, sse_chunks
-from tests.llm.streams import REQUEST, make, only, reasoning, run, text
+from tests.helpers.fault_server import FaultServer, Reply, fixture, replay, sse_chunks
+from tests.llm.streams import REQUEST, list_models, make, model_pages, only, reasoning, run, text
 
 
 def test_thoughts_are_reasoning_and_usage_counts_cache_and_thinking() -> None:
@@ -81,19 +81,8 @@ def test_stream_that_ends_without_finish_reason_is_cut_short() -> None:
 
 
 def test_models_list_follows_pages_and_leaves_out_embedding_models() -> None:
-    def pages(request: Recorded) -> Reply:
-        page = 2 if "pageToken=fixture-page-2" in request.path else 1
-        return replay(f"gemini_models_page{page}.json")
-
-    async def go(url: str) -> list[str]:
-        provider = make("gemini", url)
-        try:
-            return await provider.list_models()
-        finally:
-            await provider.aclose()
-
-    with FaultServer(pages) as server:
-        models = asyncio.run(go(server.url))
+    with FaultServer(model_pages("gemini", "pageToken=fixture-page-2")) as server:
+        models = asyncio.run(list_models(make("gemini", server.url)))
     assert models == ["gemini-2.5-flash", "gemini-2.5-pro"]
     assert all(r.headers.get("x-goog-api-key") for r in server.requests)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Iterator
 
 import pytest
@@ -15,7 +14,7 @@ from desktop.llm.openai_compat import OpenAICompatProvider
 from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
 from tests.helpers.fault_server import FaultServer, Reply, replay
 from tests.helpers.servers import llama_server
-from tests.llm.streams import make, only, reasoning, run, text
+from tests.llm.streams import cancel_after_deltas, make, only, reasoning, run, text
 
 KEY = "sk-local-right-key-123"
 REQUEST = ChatRequest(
@@ -83,23 +82,7 @@ def test_cancel_mid_reply_stops_the_call_and_the_server_serves_the_next(llama: s
 
     async def go() -> tuple[int, str]:
         provider = OpenAICompatProvider(llama, KEY, label="llama.cpp")
-        first = asyncio.Event()
-        seen = 0
-
-        async def consume() -> None:
-            nonlocal seen
-            async with contextlib.aclosing(provider.stream(long)) as events:  # type: ignore[type-var]
-                async for event in events:
-                    if isinstance(event, TextDelta):
-                        seen += 1
-                        first.set()
-
-        task = asyncio.create_task(consume())
-        await first.wait()
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        cancelled_at = seen
+        cancelled_at = await cancel_after_deltas(provider, long, 1)
         events, error = await run(provider, REQUEST)
         assert error is None
         return cancelled_at, text(events)

@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from desktop.local.client import WorkerClient
 from desktop.local.engine import LocalEngine
 from desktop.local.loading import CHATML_TEMPLATE_NOTE, LoadParams
 from tests.helpers import gguf_files
+from tests.helpers.cli import simi
 
 pytestmark = pytest.mark.slow
 
@@ -99,21 +98,11 @@ def test_unexpected_worker_failure_is_logged_and_typed_never_printed(capfd, capl
     assert "Traceback" not in capfd.readouterr().err
 
 
-def _simi(env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "desktop", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-
-
 @pytest.mark.parametrize("name", ["unknown-tag", "raises-at-render"])
 def test_simi_ask_with_a_broken_template_answers_without_a_traceback(
     cli_env, broken_models, name
 ) -> None:
-    added = _simi(
+    added = simi(
         cli_env,
         "agents",
         "add",
@@ -131,7 +120,7 @@ def test_simi_ask_with_a_broken_template_answers_without_a_traceback(
         "1",
     )
     assert added.returncode == 0, added.stderr
-    out = _simi(cli_env, "ask", "--agent", "Broken template", "--json", "Say hello.")
+    out = simi(cli_env, "ask", "--agent", "Broken template", "--json", "Say hello.")
     assert "Traceback" not in out.stderr and "Traceback" not in out.stdout
     assert out.returncode == 0, out.stderr
     lines = out.stdout.rstrip("\n").splitlines()

@@ -12,11 +12,13 @@ file's error) shows the whole request arrived.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +95,32 @@ async def drain(events: AsyncIterator[Any]) -> None:
         pass
 
 
+@dataclass
+class StalledSend:
+    client: WorkerClient
+    pid: int  # the stopped worker's
+    ticker: Ticker  # the loop's lag meanwhile
+    reply: asyncio.Future[None]  # the 1 MB request, its stream read to the end
+
+
+@contextlib.asynccontextmanager
+async def sending_to_a_stalled_worker(params: LoadParams) -> AsyncIterator[StalledSend]:
+    """A ~1 MB request on its way to a worker stopped as it started (the pipe fills), the
+    loop's lag measured meanwhile; the ticker, the safety timer and the worker are stopped
+    after."""
+    client = WorkerClient()
+    pid, safety = await stalled_worker(client)
+    ticker = Ticker()
+    ticker.start()
+    try:
+        reply = asyncio.ensure_future(drain(client.stream(params, long_request())))
+        yield StalledSend(client, pid, ticker, reply)
+    finally:
+        await ticker.stop()
+        safety.cancel()
+        client.kill()
+
+
 def run(main: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
     return asyncio.run(asyncio.wait_for(main(), timeout=30))
 
@@ -112,23 +140,14 @@ def test_a_1mb_conversation_to_a_starting_worker_never_holds_the_loop(tmp_path: 
     params = LoadParams(str(missing))
 
     async def main() -> tuple[Ticker, int, int, LocalModelError]:
-        client = WorkerClient()
-        pid, safety = await stalled_worker(client)
-        ticker = Ticker()
-        ticker.start()
-        try:
-            reply = asyncio.ensure_future(drain(client.stream(params, long_request())))
+        async with sending_to_a_stalled_worker(params) as sending:
             await asyncio.sleep(STALL_S)
-            ticks_while_stalled = len(ticker.lags)
-            still_sending = pending(client)  # the pipe is full: the request is not all in
-            _signal(pid, signal.SIGCONT)  # the worker reads on: the request gets through
+            ticks_while_stalled = len(sending.ticker.lags)
+            still_sending = pending(sending.client)  # the pipe is full: not all of it is in
+            _signal(sending.pid, signal.SIGCONT)  # the worker reads on: the request gets through
             with pytest.raises(LocalModelError) as info:
-                await reply
-        finally:
-            await ticker.stop()
-            safety.cancel()
-            client.kill()
-        return ticker, ticks_while_stalled, still_sending, info.value
+                await sending.reply
+        return sending.ticker, ticks_while_stalled, still_sending, info.value
 
     ticker, ticks_while_stalled, still_sending, error = run(main)
     # the loop ticked on while the pipe was full (0 or 1 ticks when the send blocks it)
@@ -146,13 +165,9 @@ def test_a_worker_dying_mid_send_is_a_clear_error_not_a_hang(tmp_path: Path) -> 
     params = LoadParams(str(tmp_path / "absent.gguf"))
 
     async def main() -> tuple[Ticker, LocalModelError, float, int]:
-        client = WorkerClient()
-        first, safety = await stalled_worker(client)
-        ticker = Ticker()
-        ticker.start()
         started = time.perf_counter()
-        try:
-            reply = asyncio.ensure_future(drain(client.stream(params, long_request())))
+        async with sending_to_a_stalled_worker(params) as sending:
+            client, first = sending.client, sending.pid
             await asyncio.sleep(0.3)
             still_sending = pending(client)
             _signal(first, signal.SIGKILL)
@@ -162,12 +177,8 @@ def test_a_worker_dying_mid_send_is_a_clear_error_not_a_hang(tmp_path: Path) -> 
             assert second is not None
             _signal(second, signal.SIGKILL)  # before it could take it (it is still starting)
             with pytest.raises(LocalModelError) as info:
-                await reply
-        finally:
-            await ticker.stop()
-            safety.cancel()
-            client.kill()
-        return ticker, info.value, time.perf_counter() - started, still_sending
+                await sending.reply
+        return sending.ticker, info.value, time.perf_counter() - started, still_sending
 
     ticker, error, took, still_sending = run(main)
     assert ticker.p99() < 0.050, f"p99 loop lag {ticker.p99() * 1000:.0f} ms"
@@ -190,26 +201,18 @@ def test_cancel_while_the_request_is_being_sent(
     params = LoadParams(str(missing))
 
     async def main() -> tuple[Ticker, int, LocalModelError]:
-        client = WorkerClient()
-        first, safety = await stalled_worker(client)
-        ticker = Ticker()
-        ticker.start()
-        try:
-            reply = asyncio.ensure_future(drain(client.stream(params, long_request())))
+        async with sending_to_a_stalled_worker(params) as sending:
+            client, first = sending.client, sending.pid
             await asyncio.sleep(0.3)
-            reply.cancel()
+            sending.reply.cancel()
             with pytest.raises(asyncio.CancelledError):
-                await reply
+                await sending.reply
             assert not client.alive and client.state == "unloaded"
             short = ChatRequest(model="absent", messages=(ChatMessage("user", "hi"),))
             with pytest.raises(LocalModelError) as info:
                 await drain(client.stream(params, short))
             assert client.pid != first
-        finally:
-            await ticker.stop()
-            safety.cancel()
-            client.kill()
-        return ticker, first, info.value
+        return sending.ticker, first, info.value
 
     ticker, _first, error = run(main)
     assert str(missing) in error.user_message and "does not exist" in error.user_message

@@ -11,6 +11,7 @@ import asyncio
 import gc
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ import pytest
 os.environ.setdefault("QT_API", "pyside6")
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from PySide6.QtCore import QEvent
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import QApplication
 
 from desktop.store.agents import Agent
@@ -91,6 +92,23 @@ def collect_qt_garbage() -> None:
     QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
 
+@pytest.fixture
+def shot_dir(tmp_path: Path) -> Path:
+    """Where a test's pictures for people to look at go: ``$SIMI_SCREENSHOT_DIR`` when it is
+    set (made if missing), else the test's tmp dir."""
+    folder = Path(os.environ.get("SIMI_SCREENSHOT_DIR") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def click_for(qtbot: Any, button: Any, signal: Any, timeout_ms: int = 30_000) -> Any:
+    """Click ``button`` and wait for ``signal`` (what the click starts has ended): returns
+    the signal's first argument."""
+    with qtbot.waitSignal(signal, timeout=timeout_ms) as blocker:
+        qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+    return blocker.args[0]
+
+
 def limit_starter(services: Any, max_tokens: int, **changes: Any) -> Agent:
     """Keep replies short (or long) so the suite stays fast; the model stays the real one."""
     agent = services.agents.by_name(STARTER)
@@ -99,18 +117,40 @@ def limit_starter(services: Any, max_tokens: int, **changes: Any) -> Agent:
 
 
 @pytest.fixture
+def no_keyring_services(simi_home: Any) -> Iterator[Any]:
+    """Services whose keyring fails at every call, as on a machine without one."""
+    import keyring.backends.fail
+
+    from desktop.chat.services import Services
+    from desktop.settings.paths import AppPaths
+    from desktop.settings.secrets import SecretStore
+
+    svc = Services.open(AppPaths.from_env(), secrets=SecretStore(keyring.backends.fail.Keyring()))
+    yield svc
+    svc.close()
+
+
+@pytest.fixture
 def make_window(qtbot: Any, qloop: asyncio.AbstractEventLoop) -> Iterator[Any]:
-    """Build MainWindows on given services; each is closed (and its stream ended) after."""
+    """Build MainWindows on given services; each is closed (and its stream ended) after.
+    ``make(services, size=(w, h), list_width=n)`` also resizes it and gives the conversation
+    list ``n`` pixels of its width."""
     from desktop.ui.shell.main_window import MainWindow
 
     windows: list[MainWindow] = []
 
-    def make(services: Any) -> MainWindow:
+    def make(
+        services: Any, size: tuple[int, int] | None = None, list_width: int | None = None
+    ) -> MainWindow:
         window = MainWindow(services)
         qtbot.addWidget(window)
         window.show()
         qtbot.waitExposed(window)
         windows.append(window)
+        if size is not None:
+            window.resize(*size)
+            if list_width is not None:
+                window.splitter.setSizes([list_width, size[0] - list_width])
         return window
 
     yield make

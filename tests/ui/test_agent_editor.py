@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import keyring.backends.fail
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog
 
 from desktop.chat.services import Services
 from desktop.local.starter import starter_model_path
-from desktop.settings.paths import AppPaths
-from desktop.settings.secrets import SecretStore
 from desktop.store.agents import Agent
 from desktop.ui.agents.editor import AgentEditorDialog
 from tests.ui.conftest import STARTER
@@ -143,13 +139,6 @@ def test_editing_keeps_values_and_updates(qtbot: Any, services: Any, qloop: Any)
     _save(qtbot, dialog)
     assert dialog.result() == QDialog.DialogCode.Accepted
     assert services.agents.get(starter.id).temperature == 0.2
-
-
-@pytest.fixture
-def no_keyring_services(simi_home: Any) -> Iterator[Services]:
-    svc = Services.open(AppPaths.from_env(), secrets=SecretStore(keyring.backends.fail.Keyring()))
-    yield svc
-    svc.close()
 
 
 def test_without_a_keyring_the_window_says_so_and_the_editor_offers_memory_only_keys(

@@ -28,6 +28,7 @@ from desktop.store.agents import Agent
 from desktop.ui.agents.editor import AgentEditorDialog
 from tests.helpers.fault_server import FaultServer, Recorded, Reply, make_tls_files
 from tests.helpers.servers import closed_port, llama_server
+from tests.ui.conftest import click_for
 
 SERVER_KEY = "sk-llama-server-key-4821"
 OLD_KEY = "sk-old-host-secret-7301"
@@ -66,24 +67,23 @@ def _choose(combo: Any, data: str) -> None:
     combo.setCurrentIndex(index)
 
 
+def _a_llamacpp_server(editor: AgentEditorDialog, base_url: str) -> None:
+    """Fill the editor in for a llama.cpp server (its preset) at ``base_url``."""
+    _choose(editor.kind, "openai-compatible")
+    _choose(editor.preset, "llamacpp")
+    editor.base_url.setText(base_url)
+
+
 def _fetch(qtbot: Any, dialog: AgentEditorDialog) -> tuple[str, ...] | None:
-    with qtbot.waitSignal(dialog.models_fetched, timeout=WAIT_MS) as blocker:
-        qtbot.mouseClick(dialog.fetch_button, Qt.MouseButton.LeftButton)
-    result: tuple[str, ...] | None = blocker.args[0]
-    return result
+    return click_for(qtbot, dialog.fetch_button, dialog.models_fetched, WAIT_MS)
 
 
 def _test(qtbot: Any, dialog: AgentEditorDialog) -> ConnectionReport:
-    with qtbot.waitSignal(dialog.connection_tested, timeout=WAIT_MS) as blocker:
-        qtbot.mouseClick(dialog.test_button, Qt.MouseButton.LeftButton)
-    report: ConnectionReport = blocker.args[0]
-    return report
+    return click_for(qtbot, dialog.test_button, dialog.connection_tested, WAIT_MS)
 
 
 def _save(qtbot: Any, dialog: AgentEditorDialog) -> bool:
-    with qtbot.waitSignal(dialog.save_finished, timeout=WAIT_MS) as blocker:
-        qtbot.mouseClick(dialog.save_button, Qt.MouseButton.LeftButton)
-    return bool(blocker.args[0])
+    return bool(click_for(qtbot, dialog.save_button, dialog.save_finished, WAIT_MS))
 
 
 # presets ---------------------------------------------------------------------------------------
@@ -152,9 +152,7 @@ def test_keys_are_said_to_be_unneeded_only_for_local_servers(editor: AgentEditor
 def test_fetch_models_lists_the_real_servers_model_without_blocking(
     qtbot: Any, editor: AgentEditorDialog, open_server: str
 ) -> None:
-    _choose(editor.kind, "openai-compatible")
-    _choose(editor.preset, "llamacpp")
-    editor.base_url.setText(open_server)
+    _a_llamacpp_server(editor, open_server)
 
     task = editor.fetch_models()
     assert task is not None and not task.done()  # the slot returned; the call runs on the loop
@@ -176,9 +174,7 @@ def test_fetch_models_lists_the_real_servers_model_without_blocking(
 def test_test_connection_reports_latency_and_a_refused_key_in_plain_words(
     qtbot: Any, editor: AgentEditorDialog, keyed_server: str
 ) -> None:
-    _choose(editor.kind, "openai-compatible")
-    _choose(editor.preset, "llamacpp")
-    editor.base_url.setText(keyed_server)
+    _a_llamacpp_server(editor, keyed_server)
     editor.api_key.setText(SERVER_KEY)
     report = _test(qtbot, editor)
     assert report.ok and report.reachable and report.auth_ok
@@ -226,6 +222,20 @@ def _model_list_server() -> FaultServer:
     return FaultServer(reply)
 
 
+def _edit_keyed_agent(
+    qtbot: Any, services: Any, name: str, base_url: str, model: str = "remote-model"
+) -> tuple[Agent, AgentEditorDialog]:
+    """A saved OpenAI-compatible agent on ``base_url`` whose key, OLD_KEY, is in the keyring
+    (skips without a Secret Service), open in the editor."""
+    if not services.secrets.available:
+        pytest.skip("no Secret Service in this environment")
+    agent = services.agents.create(
+        Agent(name=name, kind="openai-compatible", model=model, base_url=base_url),
+        api_key=OLD_KEY,
+    )
+    return agent, _editor(qtbot, services, agent)
+
+
 def _auth_headers(server: FaultServer) -> list[str | None]:
     return [r.headers.get("authorization") for r in server.requests]
 
@@ -233,19 +243,8 @@ def _auth_headers(server: FaultServer) -> list[str | None]:
 def test_moving_an_agent_to_another_host_asks_for_its_key_and_never_sends_the_old_one(
     qtbot: Any, services: Any, qloop: Any
 ) -> None:
-    if not services.secrets.available:
-        pytest.skip("no Secret Service in this environment")
     with _model_list_server() as old_host, _model_list_server() as new_host:
-        agent = services.agents.create(
-            Agent(
-                name="Hosted",
-                kind="openai-compatible",
-                model="remote-model",
-                base_url=f"{old_host.url}/v1",
-            ),
-            api_key=OLD_KEY,
-        )
-        dialog = _editor(qtbot, services, agent)
+        agent, dialog = _edit_keyed_agent(qtbot, services, "Hosted", f"{old_host.url}/v1")
         assert not dialog.key_reentry_needed and dialog.key_note_text == ""
         # Control: on its own host the saved key is used (so the check below can fail).
         assert _fetch(qtbot, dialog) == ("remote-model",)
@@ -281,14 +280,8 @@ def test_moving_an_agent_to_another_host_asks_for_its_key_and_never_sends_the_ol
 def test_same_host_on_another_port_keeps_using_and_carries_the_saved_key(
     qtbot: Any, services: Any, qloop: Any
 ) -> None:
-    if not services.secrets.available:
-        pytest.skip("no Secret Service in this environment")
     with _model_list_server() as first, _model_list_server() as second:
-        agent = services.agents.create(
-            Agent(name="Moved port", kind="openai-compatible", model="m", base_url=first.url),
-            api_key=OLD_KEY,
-        )
-        dialog = _editor(qtbot, services, agent)
+        agent, dialog = _edit_keyed_agent(qtbot, services, "Moved port", first.url, model="m")
         dialog.base_url.setText(second.url)  # 127.0.0.1 still: only the port changed
         assert not dialog.key_reentry_needed and dialog.key_note_text == ""
         assert _fetch(qtbot, dialog) == ("remote-model",)

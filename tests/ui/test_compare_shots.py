@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
@@ -22,12 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QApplication, QPushButton, QWidget
 
 from desktop.store.agents import Agent
-from desktop.ui.kit import theme
 from tests.helpers.fault_server import FaultServer, Recorded, Reply
+from tests.helpers.shots import settle, shoot
 from tests.helpers.widget_checks import cut_labels, overlaps
 from tests.ui.conftest import STARTER, limit_starter
 
@@ -72,37 +70,31 @@ def paced(
     return FaultServer(reply)
 
 
-def out_dir(tmp_path: Path) -> Path:
-    out = Path(os.environ.get("SIMI_SCREENSHOT_DIR") or tmp_path)
-    out.mkdir(parents=True, exist_ok=True)
-    return out
-
-
-def settle(qapp: QApplication) -> None:
-    for _ in range(5):
-        qapp.processEvents()
-    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
-    qapp.processEvents()
-
-
-def shoot(qapp: QApplication, widget: QWidget, path: Path) -> None:
-    """``widget`` light then dark, as ``<path>-light.png`` and ``<path>-dark.png``."""
-    try:
-        for name, dark in (("light", False), ("dark", True)):
-            theme.install(qapp, dark=dark)
-            settle(qapp)
-            target = path.with_name(f"{path.name}-{name}.png")
-            assert widget.grab().save(str(target))
-            assert target.stat().st_size > 20_000, f"{target} looks empty"
-    finally:
-        theme.install(qapp, dark=False)
-        settle(qapp)
-
-
 def looks_right(widget: QWidget) -> None:
     """Nothing hides part of anything else, and no label is cut without an ellipsis."""
     assert overlaps(widget) == []
     assert cut_labels(widget) == []
+
+
+def two_remotes(services: Any, quick: FaultServer, slow: FaultServer) -> list[Agent]:
+    """Two OpenAI-compatible agents with prices of their own: "Cloud Quick" on ``quick`` and
+    "Cloud Thrifty" on ``slow``."""
+    return [
+        services.agents.create(
+            Agent(
+                name=name,
+                kind="openai-compatible",
+                base_url=server.url + "/v1",
+                model=model,
+                price_input_per_m=price_in,
+                price_output_per_m=price_out,
+            )
+        )
+        for name, server, model, price_in, price_out in (
+            ("Cloud Quick", quick, "quick-large-2025", 3.0, 15.0),
+            ("Cloud Thrifty", slow, "thrifty-mini", 0.15, 0.6),
+        )
+    ]
 
 
 GATE = threading.Event()
@@ -127,22 +119,7 @@ def three_agents(services: Any) -> Iterator[list[Agent]]:
     local = limit_starter(services, max_tokens=100)
     GATE.clear()
     with paced(0.06, gate=GATE) as quick, paced(0.12, gate=GATE) as slow:
-        remotes = [
-            services.agents.create(
-                Agent(
-                    name=name,
-                    kind="openai-compatible",
-                    base_url=server.url + "/v1",
-                    model=model,
-                    price_input_per_m=price_in,
-                    price_output_per_m=price_out,
-                )
-            )
-            for name, server, model, price_in, price_out in (
-                ("Cloud Quick", quick, "quick-large-2025", 3.0, 15.0),
-                ("Cloud Thrifty", slow, "thrifty-mini", 0.15, 0.6),
-            )
-        ]
+        remotes = two_remotes(services, quick, slow)
         try:
             yield [local, *remotes]
         finally:
@@ -156,12 +133,11 @@ def test_a_three_agent_comparison_mid_stream_and_finished(
     qapp: QApplication,
     services: Any,
     three_agents: list[Agent],
-    tmp_path: Path,
+    shot_dir: Path,
 ) -> None:
     compare_view = pytest.importorskip(
         "desktop.ui.compare.view", reason="helper B's CompareView is not in the tree yet"
     )
-    out = out_dir(tmp_path)
     warm_local(qtbot, services, three_agents[0])
     view = compare_view.CompareView(services)
     qtbot.addWidget(view)
@@ -214,7 +190,7 @@ def test_a_three_agent_comparison_mid_stream_and_finished(
         for column in columns[1:]:
             assert "TTFT" in column.figures.text() and "streaming" in column.figures.text()
         looks_right(view)
-        shoot(qapp, view, out / "compare-streaming")
+        shoot(qapp, view, shot_dir / "compare-streaming", 20_000)
 
         qtbot.waitUntil(lambda: bool(all_finished), timeout=TIMEOUT_MS)
         settle(qapp)
@@ -239,7 +215,7 @@ def test_a_three_agent_comparison_mid_stream_and_finished(
         assert any(c.badges.isVisible() for c in columns)
         assert view.vote_bar.isVisible()
         looks_right(view)
-        shoot(qapp, view, out / "compare-finished")
+        shoot(qapp, view, shot_dir / "compare-finished", 20_000)
     finally:
         view.stop_all()
         qtbot.waitUntil(lambda: not view.busy, timeout=TIMEOUT_MS)
@@ -248,31 +224,15 @@ def test_a_three_agent_comparison_mid_stream_and_finished(
 
 @pytest.mark.slow
 def test_a_prompt_set_run_and_its_results_table(
-    qtbot: Any, qloop: Any, qapp: QApplication, services: Any, tmp_path: Path
+    qtbot: Any, qloop: Any, qapp: QApplication, services: Any, shot_dir: Path
 ) -> None:
     runs_view = pytest.importorskip(
         "desktop.ui.compare.runs_view", reason="helper C's RunsView is not in the tree yet"
     )
-    out = out_dir(tmp_path)
     local = limit_starter(services, max_tokens=8)
     short = WORDS[:24]
     with paced(0.005, short) as quick, paced(0.01, short) as slow:
-        remotes = [
-            services.agents.create(
-                Agent(
-                    name=name,
-                    kind="openai-compatible",
-                    base_url=server.url + "/v1",
-                    model=model,
-                    price_input_per_m=price_in,
-                    price_output_per_m=price_out,
-                )
-            )
-            for name, server, model, price_in, price_out in (
-                ("Cloud Quick", quick, "quick-large-2025", 3.0, 15.0),
-                ("Cloud Thrifty", slow, "thrifty-mini", 0.15, 0.6),
-            )
-        ]
+        remotes = two_remotes(services, quick, slow)
         agents = [local, *remotes]
         view = runs_view.RunsView(services)
         qtbot.addWidget(view)
@@ -305,7 +265,7 @@ def test_a_prompt_set_run_and_its_results_table(
                 )
             assert view.csv_button.isEnabled() and view.json_button.isEnabled()
             looks_right(view)
-            shoot(qapp, view, out / "runs-table")
+            shoot(qapp, view, shot_dir / "runs-table", 20_000)
         finally:
             if view.busy:
                 view.cancel()

@@ -3,14 +3,13 @@ dark, for people to look at: ``SIMI_SCREENSHOT_DIR=/tmp/simi-shots`` writes conv
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QApplication
 
-from desktop.ui.kit import theme
+from tests.helpers.shots import light_and_dark, save_grab, settle
+from tests.helpers.stats_rows import record_reply_stats
 
 ANSWER = """Here is a small **Python** helper and how the options compare.
 
@@ -64,42 +63,21 @@ def _populate(services: Any) -> int:
         parent_id=question.id,
         reasoning="Keys and values per layer; 32 layers, 8 KV heads of 128 dims.",
     )
-    services.stats.record(
-        {
-            **STATS,
-            "message_id": reply.id,
-            "conversation_id": conv.id,
-            "agent_id": agent.id,
-            "agent_name": agent.name,
-            "provider_kind": "local",
-        }
-    )
+    record_reply_stats(services, reply, "local", **STATS)
     return conv.id
 
 
 def test_render_a_long_conversation_light_and_dark(
-    qtbot: Any, services: Any, make_window: Any, qapp: QApplication, tmp_path: Path
+    qtbot: Any, services: Any, make_window: Any, qapp: QApplication, shot_dir: Path
 ) -> None:
-    out = Path(os.environ.get("SIMI_SCREENSHOT_DIR") or tmp_path)
-    out.mkdir(parents=True, exist_ok=True)
     conv_id = _populate(services)
-    window = make_window(services)
-    window.resize(1280, 860)
-    window.splitter.setSizes([290, 990])
+    window = make_window(services, size=(1280, 860), list_width=290)
     window.open_conversation(conv_id)
-    try:
-        for name, dark in (("light", False), ("dark", True)):
-            theme.install(qapp, dark=dark)
-            for _ in range(5):
-                qapp.processEvents()
-            QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
-            window.pane.transcript.scroll_to_bottom()
-            qapp.processEvents()
-            path = out / f"conv-{name}.png"
-            assert window.grab().save(str(path))
-            assert path.stat().st_size > 20_000
-        bubble = window.pane.transcript.bubbles()[-1]
-        assert bubble.version_text == "‹ 2/2 ›" and bubble.code_blocks()
-        assert "TTFT 212 ms" in bubble.footer.text()
-    finally:
-        theme.install(qapp, dark=False)
+    for shade in light_and_dark(qapp):
+        settle(qapp)
+        window.pane.transcript.scroll_to_bottom()
+        qapp.processEvents()
+        save_grab(window, shot_dir / f"conv-{shade}.png", 20_000)
+    bubble = window.pane.transcript.bubbles()[-1]
+    assert bubble.version_text == "‹ 2/2 ›" and bubble.code_blocks()
+    assert "TTFT 212 ms" in bubble.footer.text()

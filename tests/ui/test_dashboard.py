@@ -14,9 +14,9 @@ from typing import Any
 from PySide6.QtCore import QPoint, QRect, Qt
 from PySide6.QtWidgets import QApplication, QWidget
 
-from desktop.ui.kit import theme
 from desktop.ui.stats import dashboard
 from desktop.ui.stats.dashboard_data import COLUMNS
+from tests.helpers.shots import light_and_dark, save_grab
 
 NOW = datetime.now(UTC)
 HEADERS = [name.replace("\n", " ") for name, _ in COLUMNS]
@@ -404,10 +404,8 @@ def test_nothing_overlaps_at_the_smallest_window(
 
 
 def test_screenshots_of_three_agents_light_and_dark(
-    qtbot: Any, services: Any, make_window: Any, qapp: QApplication, tmp_path: Path
+    qtbot: Any, services: Any, make_window: Any, qapp: QApplication, shot_dir: Path
 ) -> None:
-    out = Path(os.environ.get("SIMI_SCREENSHOT_DIR") or tmp_path)
-    out.mkdir(parents=True, exist_ok=True)
     for day in range(12):  # a dozen days of use, each agent at its own pace
         for k in range(3):
             ago = day + k / 4 + 0.05
@@ -441,21 +439,13 @@ def test_screenshots_of_three_agents_light_and_dark(
                 price_source="genai-prices" if k else None,
                 days_ago=ago + 0.04,
             )
-    window = make_window(services)
-    window.resize(1200, 860)
-    window.splitter.setSizes([260, 940])
+    window = make_window(services, size=(1200, 860), list_width=260)
     page = _open_page(window, qtbot)
-    try:
-        for name, dark in (("light", False), ("dark", True)):
-            theme.install(qapp, dark=dark)
-            with qtbot.waitSignal(page.refreshed, timeout=10_000):
-                page.refresh()  # the chart colours follow the scheme
-            qapp.processEvents()
-            path = out / f"dashboard_{name}.png"
-            assert window.grab().save(str(path))
-            assert path.stat().st_size > 10_000
-    finally:
-        theme.install(qapp, dark=False)
+    for shade in light_and_dark(qapp):
+        with qtbot.waitSignal(page.refreshed, timeout=10_000):
+            page.refresh()  # the chart colours follow the scheme
+        qapp.processEvents()
+        save_grab(window, shot_dir / f"dashboard_{shade}.png", 10_000)
 
 
 def test_view_stats_opens_the_page_and_has_a_shortcut(

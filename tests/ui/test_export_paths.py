@@ -39,6 +39,13 @@ def _conversation(services: Any, title: str) -> int:
     return conv.id
 
 
+def _window_on(make_window: Any, services: Any, title: str) -> Any:
+    """A window with a conversation titled ``title`` (a question and its answer) open."""
+    window = make_window(services)
+    window.open_conversation(_conversation(services, title))
+    return window
+
+
 def _answer_save(window: Any, answer: Path) -> list[str]:
     asked: list[str] = []
     window.ask_save_path = lambda _title, suggested, _filters: (
@@ -50,9 +57,7 @@ def _answer_save(window: Any, answer: Path) -> list[str]:
 def test_export_proposes_documents_and_the_title_as_a_clean_file_name(
     qtbot: Any, services: Any, make_window: Any, home: Path, tmp_path: Path
 ) -> None:
-    conv_id = _conversation(services, "Name three primary colors?")
-    window = make_window(services)
-    window.open_conversation(conv_id)
+    window = _window_on(make_window, services, "Name three primary colors?")
     elsewhere = tmp_path / "notes"
     elsewhere.mkdir()
     asked = _answer_save(window, elsewhere / "colours.md")
@@ -72,9 +77,7 @@ def test_export_proposes_documents_and_the_title_as_a_clean_file_name(
 def test_import_starts_in_the_folder_used_last_and_remembers_its_own(
     qtbot: Any, services: Any, make_window: Any, home: Path, tmp_path: Path
 ) -> None:
-    conv_id = _conversation(services, "Harbour notes")
-    window = make_window(services)
-    window.open_conversation(conv_id)
+    window = _window_on(make_window, services, "Harbour notes")
     first = tmp_path / "first"
     first.mkdir()
     _answer_save(window, first / "harbour.json")
@@ -101,9 +104,7 @@ def test_a_remembered_folder_that_is_gone_falls_back_to_documents(
     qtbot: Any, services: Any, make_window: Any, home: Path, tmp_path: Path
 ) -> None:
     services.prefs.set(LAST_FOLDER_PREF, str(tmp_path / "unplugged-usb-stick"))
-    conv_id = _conversation(services, "Trip")
-    window = make_window(services)
-    window.open_conversation(conv_id)
+    window = _window_on(make_window, services, "Trip")
     asked = _answer_save(window, tmp_path / "trip.md")
     qtbot.waitUntil(window.export_conversation("md").done, timeout=10_000)
     assert asked == [str(home / "Documents" / "Trip.md")]

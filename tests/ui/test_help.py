@@ -37,6 +37,12 @@ def _opened(kind: type) -> Any:
     return found[0]
 
 
+def _choose_from_help(window: Any, text: str, kind: type) -> Any:
+    """Help → ``text``: the one window of ``kind`` it shows."""
+    _help_action(window, text).trigger()
+    return _opened(kind)
+
+
 def _shot(widget: Any, name: str) -> None:
     folder = os.environ.get("SIMI_SCREENSHOT_DIR")
     if folder:
@@ -54,8 +60,7 @@ def test_help_menu_has_the_guide_the_shortcuts_and_about(window: Any) -> None:
 def test_the_user_guide_opens_from_the_menu_with_contents_and_the_definitions(
     qtbot: Any, window: Any
 ) -> None:
-    _help_action(window, "User guide").trigger()
-    guide = _opened(UserGuide)
+    guide = _choose_from_help(window, "User guide", UserGuide)
     qtbot.waitExposed(guide)
     contents = [guide.contents.item(i).text() for i in range(guide.contents.count())]
     assert contents == [
@@ -91,8 +96,7 @@ def test_the_user_guide_opens_from_the_menu_with_contents_and_the_definitions(
 def test_the_guide_search_marks_what_it_finds_and_says_when_nothing(
     qtbot: Any, qapp: QApplication, window: Any
 ) -> None:
-    _help_action(window, "User guide").trigger()
-    guide = _opened(UserGuide)
+    guide = _choose_from_help(window, "User guide", UserGuide)
     qtbot.keyClicks(guide.search, "context")
     assert len(guide.text.extraSelections()) > 3 and guide.found.text().endswith("found")
     first = guide.text.textCursor().position()
@@ -113,8 +117,7 @@ def test_the_guide_search_marks_what_it_finds_and_says_when_nothing(
 
 
 def test_the_shortcuts_sheet_names_keys_as_this_platform_does(window: Any) -> None:
-    _help_action(window, "Keyboard shortcuts").trigger()
-    sheet = _opened(ShortcutsSheet)
+    sheet = _choose_from_help(window, "Keyboard shortcuts", ShortcutsSheet)
     rows = dict(sheet.rows())
     assert rows["New conversation"] == QKeySequence(Std.New).toString(NATIVE)
     assert rows["User guide"] == QKeySequence(Std.HelpContents).toString(NATIVE)
@@ -130,8 +133,7 @@ def test_the_shortcuts_sheet_names_keys_as_this_platform_does(window: Any) -> No
 def test_about_shows_the_version_the_data_folder_and_copies_it_all(
     qtbot: Any, services: Any, window: Any
 ) -> None:
-    _help_action(window, "About SIMI Multi").trigger()
-    about = _opened(AboutDialog)
+    about = _choose_from_help(window, "About SIMI Multi", AboutDialog)
     qtbot.waitExposed(about)
     assert about.windowTitle() == "About SIMI Multi"
     shown = {what: label.text() for what, label in about.values.items()}

@@ -34,6 +34,7 @@ from desktop.ui.agents.editor import AgentEditorDialog
 from desktop.ui.kit import widgets
 from desktop.ui.settings.dialog import SettingsDialog
 from tests.helpers import gguf_files
+from tests.helpers.cli import run_text
 from tests.helpers.fault_server import FaultServer, error_reply
 from tests.helpers.tool_server import Call, tool_reply
 from tests.helpers.tool_turns import ROOT, add_mcp_server, tool_agent
@@ -244,14 +245,7 @@ def test_a_tool_card_with_a_fifo_in_its_names_does_not_freeze(tmp_path: Path) ->
     os.mkfifo(fifo)
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))
     try:
-        done = subprocess.run(
-            [sys.executable, "-c", TOOL_CARD_SCRIPT, str(fifo)],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=40,
-        )
+        done = run_text([sys.executable, "-c", TOOL_CARD_SCRIPT, str(fifo)], env, timeout=40)
     except subprocess.TimeoutExpired:
         pytest.fail("the tool card froze: its label read the FIFO named in the tool's name")
     assert done.returncode == 0 and "shown" in done.stdout, done.stderr[-2000:]

@@ -109,11 +109,42 @@ def open_repo(view: HubView, qtbot: Any, repo: str) -> None:
     qtbot.waitUntil(lambda: "…" not in view.models.fit_text(view.models.models[0].name))
 
 
-def download(view: HubView, qtbot: Any, name: str) -> None:
+def browse(view: HubView, qtbot: Any, repo: str = GGUF_REPO) -> None:
+    """Search the hub and open ``repo``'s models, as a person does before downloading."""
+    search(view, qtbot)
+    open_repo(view, qtbot, repo)
+
+
+def starter_model(view: HubView) -> Any:
+    """The open repository's one-file model (the starter GGUF), not the split one."""
+    return next(m for m in view.models.models if m.name != SPLIT_NAME)
+
+
+def download(view: HubView, qtbot: Any, name: str) -> Any:
+    """Press ``name``'s Download button; returns the row that then shows its progress."""
     button = view.models.buttons[name]
     assert button.text() == "Download" and button.isEnabled()
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: (view._repo.id, name) in view.downloads.rows, timeout=TIMEOUT_MS)
+    return row(view, view._repo.id, name)
+
+
+def download_part_way(
+    view: HubView, hub: FakeHub, qtbot: Any, name: str, bytes_per_s: int, past: int
+) -> Any:
+    """Open the GGUF repository and download ``name`` throttled to ``bytes_per_s`` until its bar
+    is past ``past`` (of 1000): a download under way, for Pause or Cancel to act on. Returns
+    its row."""
+    browse(view, qtbot)
+    hub.throttle_bps = bytes_per_s
+    shown = download(view, qtbot, name)
+    qtbot.waitUntil(lambda: shown.bar.value() > past, timeout=TIMEOUT_MS)
+    return shown
+
+
+def wait_state(view: HubView, qtbot: Any, name: str, wanted: str, repo: str = GGUF_REPO) -> None:
+    """Wait until the download of ``name`` is in state ``wanted``."""
+    qtbot.waitUntil(lambda: state(view, repo, name) == wanted, timeout=TIMEOUT_MS)
 
 
 def state(view: HubView, repo: str, name: str) -> str | None:
@@ -169,8 +200,7 @@ def test_a_search_with_no_results_says_so(view: HubView, qtbot: Any) -> None:
 def test_a_repository_lists_its_models_grouped_with_fit_marks(
     view: HubView, hub: FakeHub, qtbot: Any
 ) -> None:
-    search(view, qtbot)
-    open_repo(view, qtbot, GGUF_REPO)
+    browse(view, qtbot)
     names = [m.name for m in view.models.models]
     assert SPLIT_NAME in names  # the two split parts are one model
     assert len(names) == 2  # the mmproj projector and the README are not offered
@@ -191,9 +221,8 @@ def test_a_repository_lists_its_models_grouped_with_fit_marks(
 def test_fit_marks_come_from_a_gguf_header_read_with_range_requests(
     view: HubView, hub: FakeHub, qtbot: Any
 ) -> None:
-    search(view, qtbot)
-    open_repo(view, qtbot, GGUF_REPO)
-    starter = next(m for m in view.models.models if m.name != SPLIT_NAME)
+    browse(view, qtbot)
+    starter = starter_model(view)
     at = view.models.row_of(starter.name)
     qtbot.waitUntil(  # one header read for the repository, scaled for the other models
         lambda: all(
@@ -216,14 +245,12 @@ def test_fit_marks_come_from_a_gguf_header_read_with_range_requests(
 def test_a_download_shows_its_progress_then_lands_in_the_models_folder(
     view: HubView, hub: FakeHub, services: Any, qtbot: Any
 ) -> None:
-    search(view, qtbot)
-    open_repo(view, qtbot, GGUF_REPO)
-    starter = next(m for m in view.models.models if m.name != SPLIT_NAME)
+    browse(view, qtbot)
+    starter = starter_model(view)
     hub.throttle_bps = starter.size / 3  # about three seconds
     seen: list[str] = []
     view.downloaded.connect(seen.append)
-    download(view, qtbot, starter.name)
-    shown = row(view, GGUF_REPO, starter.name)
+    shown = download(view, qtbot, starter.name)
     qtbot.waitUntil(lambda: 0 < shown.bar.value() < 1000, timeout=TIMEOUT_MS)
     text = shown.status.text()
     assert " of 98." in text or " of " in text
@@ -238,8 +265,7 @@ def test_a_download_shows_its_progress_then_lands_in_the_models_folder(
     assert view.models.buttons[starter.name].text() == "Downloaded"
     assert parts_of(services, GGUF_REPO) == []
     later = make_view(services, qtbot)  # another session sees it in the models folder
-    search(later, qtbot)
-    open_repo(later, qtbot, GGUF_REPO)
+    browse(later, qtbot)
     assert later.models.buttons[starter.name].text() == "Downloaded"
     assert not later.models.buttons[starter.name].isEnabled()
     assert later.models.buttons[SPLIT_NAME].text() == "Download"
@@ -248,15 +274,10 @@ def test_a_download_shows_its_progress_then_lands_in_the_models_folder(
 def test_pause_keeps_the_part_and_resume_finishes_it(
     view: HubView, hub: FakeHub, services: Any, qtbot: Any
 ) -> None:
-    search(view, qtbot)
-    open_repo(view, qtbot, GGUF_REPO)
-    hub.throttle_bps = 300_000
-    download(view, qtbot, SPLIT_NAME)
-    shown = row(view, GGUF_REPO, SPLIT_NAME)
-    qtbot.waitUntil(lambda: shown.bar.value() > 50, timeout=TIMEOUT_MS)
+    shown = download_part_way(view, hub, qtbot, SPLIT_NAME, 300_000, past=50)
     assert shown.pause.text() == "Pause"
     qtbot.mouseClick(shown.pause, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: state(view, GGUF_REPO, SPLIT_NAME) == "paused", timeout=TIMEOUT_MS)
+    wait_state(view, qtbot, SPLIT_NAME, "paused")
     assert shown.status.text().startswith("Paused")
     assert shown.pause.text() == "Resume"
     assert parts_of(services, GGUF_REPO)  # the bytes so far stay on disk
@@ -264,19 +285,14 @@ def test_pause_keeps_the_part_and_resume_finishes_it(
     assert state(view, GGUF_REPO, SPLIT_NAME) == "paused"
     hub.throttle_bps = None
     qtbot.mouseClick(shown.pause, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: state(view, GGUF_REPO, SPLIT_NAME) == "complete", timeout=TIMEOUT_MS)
+    wait_state(view, qtbot, SPLIT_NAME, "complete")
     assert view.models.buttons[SPLIT_NAME].text() == "Downloaded"
 
 
 def test_cancel_asks_then_deletes_the_part(
     view: HubView, hub: FakeHub, services: Any, qtbot: Any
 ) -> None:
-    search(view, qtbot)
-    open_repo(view, qtbot, GGUF_REPO)
-    hub.throttle_bps = 200_000
-    download(view, qtbot, SPLIT_NAME)
-    shown = row(view, GGUF_REPO, SPLIT_NAME)
-    qtbot.waitUntil(lambda: shown.bar.value() > 20, timeout=TIMEOUT_MS)
+    shown = download_part_way(view, hub, qtbot, SPLIT_NAME, 200_000, past=20)
     asked: list[str] = []
     view.downloads.confirm_cancel = lambda name: asked.append(name) or False  # "No"
     qtbot.mouseClick(shown.cancel, Qt.MouseButton.LeftButton)
@@ -284,7 +300,7 @@ def test_cancel_asks_then_deletes_the_part(
     assert state(view, GGUF_REPO, SPLIT_NAME) in ("running", "queued")
     view.downloads.confirm_cancel = lambda name: True  # "Yes"
     qtbot.mouseClick(shown.cancel, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: state(view, GGUF_REPO, SPLIT_NAME) == "cancelled", timeout=TIMEOUT_MS)
+    wait_state(view, qtbot, SPLIT_NAME, "cancelled")
     qtbot.waitUntil(lambda: parts_of(services, GGUF_REPO) == [], timeout=TIMEOUT_MS)
     assert view.models.buttons[SPLIT_NAME].text() == "Download"
 
@@ -292,12 +308,10 @@ def test_cancel_asks_then_deletes_the_part(
 def test_a_cut_connection_resumes_from_the_bytes_on_disk(
     view: HubView, hub: FakeHub, qtbot: Any
 ) -> None:
-    search(view, qtbot)
-    open_repo(view, qtbot, GGUF_REPO)
-    starter = next(m for m in view.models.models if m.name != SPLIT_NAME)
+    browse(view, qtbot)
+    starter = starter_model(view)
     hub.cut_after = starter.size // 2
-    download(view, qtbot, starter.name)
-    shown = row(view, GGUF_REPO, starter.name)
+    shown = download(view, qtbot, starter.name)
     qtbot.waitUntil(
         lambda: state(view, GGUF_REPO, starter.name) in ("failed", "complete"),
         timeout=TIMEOUT_MS,
@@ -306,7 +320,7 @@ def test_a_cut_connection_resumes_from_the_bytes_on_disk(
         assert shown.retry.isVisible()
         assert "cut" in shown.error.text() or "connection" in shown.error.text()
         qtbot.mouseClick(shown.retry, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: state(view, GGUF_REPO, starter.name) == "complete", timeout=TIMEOUT_MS)
+    wait_state(view, qtbot, starter.name, "complete")
     resumed = [
         r.headers.get("range", "")
         for r in hub.file_requests(starter.first.path)
@@ -318,8 +332,7 @@ def test_a_cut_connection_resumes_from_the_bytes_on_disk(
 def test_a_gated_repository_asks_for_a_token_and_downloads_once_it_is_saved(
     view: HubView, hub: FakeHub, services: Any, qtbot: Any
 ) -> None:
-    search(view, qtbot)
-    open_repo(view, qtbot, GATED_REPO)
+    browse(view, qtbot, GATED_REPO)
     name = view.models.models[0].name
     download(view, qtbot, name)
     qtbot.waitUntil(lambda: view.token.isVisible(), timeout=TIMEOUT_MS)
@@ -329,7 +342,7 @@ def test_a_gated_repository_asks_for_a_token_and_downloads_once_it_is_saved(
     assert state(view, GATED_REPO, name) == "failed"
     view.token.field.setText(hub.token or "")
     qtbot.mouseClick(view.token.save, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: state(view, GATED_REPO, name) == "complete", timeout=TIMEOUT_MS)
+    wait_state(view, qtbot, name, "complete", GATED_REPO)
     assert view.token.saved_label.isVisible() and view.token.remove.isVisible()
     assert hub.token not in view.token.saved_label.text()
     assert not view.token.field.isVisible()
@@ -368,14 +381,9 @@ def test_a_download_left_unfinished_last_time_is_listed_paused_and_resumes(
     services: Any, hub: FakeHub, qtbot: Any, qloop: Any
 ) -> None:
     first = make_view(services, qtbot)
-    search(first, qtbot)
-    open_repo(first, qtbot, GGUF_REPO)
-    hub.throttle_bps = 300_000
-    download(first, qtbot, SPLIT_NAME)
-    shown = row(first, GGUF_REPO, SPLIT_NAME)
-    qtbot.waitUntil(lambda: shown.bar.value() > 50, timeout=TIMEOUT_MS)
+    download_part_way(first, hub, qtbot, SPLIT_NAME, 300_000, past=50)
     first.pause_all()  # the window closes
-    qtbot.waitUntil(lambda: state(first, GGUF_REPO, SPLIT_NAME) == "paused", timeout=TIMEOUT_MS)
+    wait_state(first, qtbot, SPLIT_NAME, "paused")
     stop_downloads(first)
     first.close()
 
@@ -400,14 +408,12 @@ def test_a_download_left_unfinished_last_time_is_listed_paused_and_resumes(
 def test_a_corrupted_download_is_caught_by_the_checksum_and_retried(
     view: HubView, hub: FakeHub, services: Any, qtbot: Any
 ) -> None:
-    search(view, qtbot)
-    open_repo(view, qtbot, GGUF_REPO)
+    browse(view, qtbot)
     hub.corrupt = {SPLIT_PARTS[1]}
     seen: list[str] = []
     view.downloaded.connect(seen.append)
-    download(view, qtbot, SPLIT_NAME)
-    shown = row(view, GGUF_REPO, SPLIT_NAME)
-    qtbot.waitUntil(lambda: state(view, GGUF_REPO, SPLIT_NAME) == "failed", timeout=TIMEOUT_MS)
+    shown = download(view, qtbot, SPLIT_NAME)
+    wait_state(view, qtbot, SPLIT_NAME, "failed")
     assert shown.status.text() == "Failed"
     assert "checksum" in shown.error.text() and shown.error.isVisible()
     assert shown.retry.isVisible() and not shown.pause.isVisible()
@@ -428,16 +434,14 @@ def test_a_full_disk_is_said_before_anything_is_fetched(
 
     import desktop.hub.transfer as transfer
 
-    search(view, qtbot)
-    open_repo(view, qtbot, GGUF_REPO)
+    browse(view, qtbot)
     monkeypatch.setattr(
         transfer.shutil,
         "disk_usage",
         lambda _p: shutil._ntuple_diskusage(10**12, 10**12 - 10**6, 10**6),
     )
-    download(view, qtbot, SPLIT_NAME)
-    shown = row(view, GGUF_REPO, SPLIT_NAME)
-    qtbot.waitUntil(lambda: state(view, GGUF_REPO, SPLIT_NAME) == "failed", timeout=TIMEOUT_MS)
+    shown = download(view, qtbot, SPLIT_NAME)
+    wait_state(view, qtbot, SPLIT_NAME, "failed")
     assert "Not enough disk space" in shown.error.text() and shown.error.isVisible()
     assert shown.retry.isVisible()
     assert hub.file_requests(SPLIT_PARTS[1]) == []  # (header reads touch only first parts)

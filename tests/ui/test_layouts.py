@@ -17,14 +17,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import keyring.backends.fail
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractButton, QApplication, QLabel, QMessageBox, QWidget
 
 from desktop.chat.services import Services
-from desktop.settings.paths import AppPaths
-from desktop.settings.secrets import SecretStore
 from desktop.store.agents import Agent
 from desktop.ui.agents.editor import AgentEditorDialog
 from desktop.ui.kit import theme
@@ -233,13 +230,6 @@ def test_at_the_smallest_size_the_agent_buttons_never_cover_an_agent(
     assert listing.height() >= sidebar.agent_list.sizeHintForRow(0)
     assert sidebar.agent_list.verticalScrollBar().maximum() > 0
     assert _problems(window) == []
-
-
-@pytest.fixture
-def no_keyring_services(simi_home: Any) -> Iterator[Services]:
-    svc = Services.open(AppPaths.from_env(), secrets=SecretStore(keyring.backends.fail.Keyring()))
-    yield svc
-    svc.close()
 
 
 def test_the_keyring_notice_is_one_plain_line_with_how_to_fix_and_dont_show_again(

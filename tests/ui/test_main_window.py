@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 import pytest
@@ -10,9 +9,13 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from desktop.store.agents import Agent
+from tests.helpers.servers import closed_port
 from tests.ui.conftest import STARTER, limit_starter
 
 REPLY_TIMEOUT_MS = 60_000
+# asked with room for 400 tokens: still streaming when Stop is pressed or the window closes
+LONG_STORY = "Write a long story about a lighthouse keeper and the sea."
+LONG_POEM = "Write a long poem about mountains, rivers and the wind."
 
 
 def _assistant(services: Any, window: Any) -> Any:
@@ -34,6 +37,18 @@ def _stats_rows(services: Any, message_id: int) -> list[tuple[Any, ...]]:
 def _send(qtbot: Any, window: Any, text: str) -> None:
     window.pane.composer.setPlainText(text)
     qtbot.keyClick(window.pane.composer, Qt.Key.Key_Return)
+
+
+def _streaming_reply(qtbot: Any, window: Any, services: Any, prompt: str) -> tuple[int, Any]:
+    """Ask the starter model for up to 400 tokens and wait until the reply's first words
+    show: returns the reply's id and its bubble, still streaming."""
+    limit_starter(services, max_tokens=400)
+    window.reload_agents()
+    _send(qtbot, window, prompt)
+    reply_id = window.pane.presenter.turn.assistant_message_id
+    bubble = window.pane.transcript.bubble(reply_id)
+    qtbot.waitUntil(lambda: bubble.text not in ("", "…"), timeout=REPLY_TIMEOUT_MS)
+    return reply_id, bubble
 
 
 def test_window_opens_with_the_starter_agent_selected_and_a_new_chat_ready(
@@ -96,13 +111,8 @@ def test_shift_enter_inserts_a_newline_and_does_not_send(
 def test_stop_keeps_partial_text_and_marks_message_cancelled(
     qtbot: Any, window: Any, services: Any
 ) -> None:
-    limit_starter(services, max_tokens=400)
-    window.reload_agents()
-    _send(qtbot, window, "Write a long story about a lighthouse keeper and the sea.")
+    reply_id, bubble = _streaming_reply(qtbot, window, services, LONG_STORY)
     assert window.pane.send_button.text() == "Stop"
-    reply_id = window.pane.presenter.turn.assistant_message_id
-    bubble = window.pane.transcript.bubble(reply_id)
-    qtbot.waitUntil(lambda: bubble.text not in ("", "…"), timeout=REPLY_TIMEOUT_MS)
     assert window.pane.presenter.busy, "the reply finished before Stop could be pressed"
     qtbot.mouseClick(window.pane.send_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not window.pane.presenter.busy, timeout=30_000)
@@ -120,12 +130,7 @@ def test_stop_keeps_partial_text_and_marks_message_cancelled(
 def test_closing_the_window_mid_stream_keeps_the_partial_text_as_cancelled(
     qtbot: Any, window: Any, services: Any
 ) -> None:
-    limit_starter(services, max_tokens=400)
-    window.reload_agents()
-    _send(qtbot, window, "Write a long poem about mountains, rivers and the wind.")
-    reply_id = window.pane.presenter.turn.assistant_message_id
-    bubble = window.pane.transcript.bubble(reply_id)
-    qtbot.waitUntil(lambda: bubble.text not in ("", "…"), timeout=REPLY_TIMEOUT_MS)
+    reply_id, _ = _streaming_reply(qtbot, window, services, LONG_POEM)
     assert window.pane.presenter.busy
     closed: list[bool] = []
     window.closed.connect(lambda: closed.append(True))
@@ -141,16 +146,9 @@ def test_closing_the_window_mid_stream_keeps_the_partial_text_as_cancelled(
 def test_provider_error_shows_on_the_message_with_retry_and_window_stays_usable(
     qtbot: Any, services: Any, make_window: Any
 ) -> None:
-    with socket.socket() as sock:  # a port nothing listens on
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    nowhere = f"http://127.0.0.1:{closed_port()}/v1"  # nothing listens there
     broken = services.agents.create(
-        Agent(
-            name="Closed port",
-            kind="openai-compatible",
-            base_url=f"http://127.0.0.1:{port}/v1",
-            model="test-model",
-        )
+        Agent(name="Closed port", kind="openai-compatible", base_url=nowhere, model="test-model")
     )
     window = make_window(services)
     window.select_agent(broken.id)

@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.cli import run_text
+
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 40  # a pass takes ~2 s; a read of the FIFO never ends
 QRC_IMAGE = "qrc:/qt-project.org/styles/commonstyle/images/file-16.png"  # a real Qt resource
@@ -148,14 +150,7 @@ def _images(doc: Any) -> int:
 def _run(fifo: Path) -> dict[str, Any]:
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))
     try:
-        done = subprocess.run(
-            [sys.executable, __file__, str(fifo)],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT_S,
-        )
+        done = run_text([sys.executable, __file__, str(fifo)], env, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
         pytest.fail(f"rendering froze: a reply made Qt read the FIFO {fifo}")
     assert done.returncode == 0, done.stderr[-3000:]

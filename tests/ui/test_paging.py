@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from desktop.ui.conversation.paging import (
@@ -17,6 +14,7 @@ from desktop.ui.conversation.paging import (
     Edge,
     Paging,
 )
+from tests.helpers.cli import packages_loaded
 
 LONG = 5_000
 
@@ -48,12 +46,7 @@ def grow(paging: Paging[int], edge: Edge, count: int) -> int:
 
 
 def test_the_module_imports_no_qt() -> None:
-    code = (
-        "import sys, desktop.ui.conversation.paging\n"
-        "print([m for m in sys.modules if 'PySide' in m])"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert packages_loaded("import desktop.ui.conversation.paging", ("PySide6",)) == []
 
 
 def test_a_conversation_opens_at_its_last_screen() -> None:

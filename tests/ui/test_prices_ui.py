@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import Qt
 
 from desktop.chat.price_book import PRICES_URL_ENV, PriceBook
 from desktop.settings.prefs import Preferences
@@ -19,6 +18,7 @@ from desktop.ui.agents.price import NO_PRICE, NOTE_UNKNOWN
 from desktop.ui.settings.dialog import SettingsDialog
 from tests.chat.test_pricing import NEW_PRICES
 from tests.helpers.fault_server import FaultServer, Reply, error_reply
+from tests.ui.conftest import click_for
 from tests.ui.test_agent_editor_remote import _choose, _editor, _save
 
 WAIT_MS = 20_000  # a guard against hanging, not a timing assertion
@@ -43,9 +43,7 @@ def _settings(qtbot: Any, tmp_path: Path, book: PriceBook) -> SettingsDialog:
 
 
 def _press_update(qtbot: Any, dialog: SettingsDialog) -> bool:
-    with qtbot.waitSignal(dialog.prices_updated, timeout=WAIT_MS) as blocker:
-        qtbot.mouseClick(dialog.update_prices_button, Qt.MouseButton.LeftButton)
-    return bool(blocker.args[0])
+    return bool(click_for(qtbot, dialog.update_prices_button, dialog.prices_updated, WAIT_MS))
 
 
 def test_update_prices_fetches_once_when_pressed_and_new_calls_use_them(

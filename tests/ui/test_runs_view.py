@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import statistics
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,9 +20,9 @@ import pytest
 
 from desktop.store.agents import Agent
 from desktop.ui.compare.runs_view import RunsView
-from desktop.ui.kit import theme
 from desktop.ui.stats.chart_axes import ms_text
 from tests.helpers.fault_server import FaultServer, Reply, ticking_tokens
+from tests.helpers.shots import light_and_dark, save_grab
 from tests.helpers.widget_checks import cut_labels, overlaps, unnamed_controls
 from tests.ui.conftest import STARTER, limit_starter
 
@@ -69,6 +68,9 @@ def view(qtbot: Any, qloop: Any, services: Any, tmp_path: Path) -> RunsView:
 
 
 def _tick(view: RunsView, *names: str) -> None:
+    """Tick the agents named, in the list as it is now (the test may have made them since the
+    view was shown)."""
+    view.reload_agents()
     ids = [view._services.agents.by_name(n).id for n in names]
     view.set_checked(ids)
 
@@ -82,10 +84,24 @@ def _start(qtbot: Any, view: RunsView, prompts: str, *agents: str, repeat: int =
     assert view.busy
 
 
+def _pause_after_the_first_call(qtbot: Any, view: RunsView) -> None:
+    qtbot.waitUntil(lambda: view.progress.value() >= 1, timeout=TIMEOUT_MS)
+    view.pause_button.click()
+
+
 def _wait_end(qtbot: Any, view: RunsView) -> str:
     with qtbot.waitSignal(view.finished, timeout=TIMEOUT_MS) as blocker:
         pass
     return str(blocker.args[0])
+
+
+def _run_to_the_end(
+    qtbot: Any, view: RunsView, prompts: str, *agents: str, repeat: int = 1
+) -> None:
+    """Start a run, wait until it is complete and the view has shown what it stored."""
+    _start(qtbot, view, prompts, *agents, repeat=repeat)
+    assert _wait_end(qtbot, view) == "complete"
+    _wait_idle(qtbot, view)
 
 
 def _stored_calls(services: Any, run_id: int) -> list[Any]:
@@ -117,7 +133,6 @@ def test_a_run_asks_every_prompt_of_every_agent_and_the_table_shows_the_stored_f
     qtbot: Any, view: RunsView, services: Any, quick: tuple[Agent, FaultServer]
 ) -> None:
     limit_starter(services, max_tokens=6)
-    view.reload_agents()
     remote, server = quick
     _start(qtbot, view, "Name a colour.\nName a fruit.", STARTER, remote.name, repeat=2)
     assert view.pause_button.isEnabled() and view.cancel_button.isEnabled()
@@ -156,7 +171,6 @@ def test_a_failing_agent_counts_errors_and_the_others_go_on(
     remote, _ = quick
     with FaultServer(lambda _r: Reply(status=500, body=b'{"error": "down"}')) as down:
         broken = _remote(services, down, "Remote down")
-        view.reload_agents()
         _start(qtbot, view, "one\ntwo", remote.name, broken.name)
         assert _wait_end(qtbot, view) == "complete"
     _wait_idle(qtbot, view)
@@ -171,10 +185,8 @@ def test_pause_lets_the_running_call_finish_and_resume_does_only_the_missing_cal
     qtbot: Any, view: RunsView, services: Any, quick: tuple[Agent, FaultServer]
 ) -> None:
     remote, server = quick
-    view.reload_agents()
     _start(qtbot, view, "a\nb\nc\nd\ne", remote.name)
-    qtbot.waitUntil(lambda: view.progress.value() >= 1, timeout=TIMEOUT_MS)
-    view.pause_button.click()
+    _pause_after_the_first_call(qtbot, view)
     assert not view.pause_button.isEnabled()
     assert _wait_end(qtbot, view) == "paused"
     _wait_idle(qtbot, view)
@@ -197,7 +209,6 @@ def test_cancel_stops_the_running_calls_and_ends_the_run(
     qtbot: Any, view: RunsView, services: Any, endless: tuple[Agent, FaultServer]
 ) -> None:
     remote, server = endless
-    view.reload_agents()
     _start(qtbot, view, "forever\nnever asked", remote.name)
     qtbot.waitUntil(lambda: len(server.requests) == 1, timeout=TIMEOUT_MS)
     view.cancel_button.click()
@@ -215,10 +226,9 @@ def test_export_csv_and_json_hold_every_stored_call(
     qtbot: Any, view: RunsView, services: Any, quick: tuple[Agent, FaultServer], tmp_path: Path
 ) -> None:
     remote, _ = quick
-    view.reload_agents()
-    _start(qtbot, view, "first prompt\n---\nsecond prompt,\non two lines", remote.name, repeat=2)
-    assert _wait_end(qtbot, view) == "complete"
-    _wait_idle(qtbot, view)
+    _run_to_the_end(
+        qtbot, view, "first prompt\n---\nsecond prompt,\non two lines", remote.name, repeat=2
+    )
     run_id = view.run_id
     stored = {
         (row[0], row[1]): row[2]
@@ -259,17 +269,13 @@ def test_a_saved_run_reopens_with_its_table_and_a_paused_one_resumes(
     qtbot: Any, qloop: Any, view: RunsView, services: Any, quick: tuple[Agent, FaultServer]
 ) -> None:
     remote, server = quick
-    view.reload_agents()
-    _start(qtbot, view, "p1\np2", remote.name)
-    assert _wait_end(qtbot, view) == "complete"
-    _wait_idle(qtbot, view)
+    _run_to_the_end(qtbot, view, "p1\np2", remote.name)
     assert view.saved_box.currentData() == view.run_id  # the drop-down names the run shown
     assert "complete" in view.saved_box.currentText()
     finished_cells = view.table.rows_by_agent()
     done_id = view.run_id
     _start(qtbot, view, "q1\nq2\nq3\nq4", remote.name)
-    qtbot.waitUntil(lambda: view.progress.value() >= 1, timeout=TIMEOUT_MS)
-    view.pause_button.click()
+    _pause_after_the_first_call(qtbot, view)
     assert _wait_end(qtbot, view) == "paused"
     paused_id = view.run_id
 
@@ -340,43 +346,31 @@ def test_render_a_finished_run_light_and_dark(
     view: RunsView,
     services: Any,
     quick: tuple[Agent, FaultServer],
-    tmp_path: Path,
+    shot_dir: Path,
 ) -> None:
     """For people to look at: the view at 1280×800 with a finished table of a local agent and
     two remote ones (one priced by the agent's own price), to ``$SIMI_SCREENSHOT_DIR`` when
     set, else the test's tmp dir."""
-    out = Path(os.environ.get("SIMI_SCREENSHOT_DIR") or tmp_path)
-    out.mkdir(parents=True, exist_ok=True)
     limit_starter(services, max_tokens=6)
     remote, _ = quick
     services.agents.update(remote.with_changes(price_input_per_m=0.15, price_output_per_m=0.6))
     with FaultServer(lambda _r: Reply(body=ticking_tokens(20), chunk_delay_s=0.01)) as other:
         _remote(services, other, "Remote fast")
-        view.reload_agents()
         prompts = "Name a colour.\nName a fruit.\nSay hello in French."
         _start(qtbot, view, prompts, STARTER, remote.name, "Remote fast", repeat=2)
         assert _wait_end(qtbot, view) == "complete"
     _wait_idle(qtbot, view)
     assert view.table.rowCount() == 3
-    try:
-        for name, dark in (("light", False), ("dark", True)):
-            theme.install(qapp, dark=dark)
-            qapp.processEvents()
-            path = out / f"runs-view-{name}.png"
-            assert view.grab().save(str(path))
-            assert path.stat().st_size > 10_000
-    finally:
-        theme.install(qapp, dark=False)
+    for shade in light_and_dark(qapp):
+        qapp.processEvents()
+        save_grab(view, shot_dir / f"runs-view-{shade}.png", 10_000)
 
 
 def test_the_view_fits_small_and_large_windows_with_every_control_named(
     qtbot: Any, qapp: Any, view: RunsView, services: Any, quick: tuple[Agent, FaultServer]
 ) -> None:
     remote, _ = quick
-    view.reload_agents()
-    _start(qtbot, view, "a prompt long enough to matter\nanother", remote.name)
-    assert _wait_end(qtbot, view) == "complete"
-    _wait_idle(qtbot, view)
+    _run_to_the_end(qtbot, view, "a prompt long enough to matter\nanother", remote.name)
     assert unnamed_controls(view) == []
     # 480×360: about what a page of the window at its 720×480 minimum leaves the view
     for size in ((480, 360), (720, 480), (1280, 800), (2560, 1440)):

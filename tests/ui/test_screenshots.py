@@ -5,7 +5,6 @@ Written to ``$SIMI_SCREENSHOT_DIR`` when set, else to the test's tmp dir.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,8 @@ from PySide6.QtWidgets import QApplication
 
 from desktop.store.agents import Agent
 from desktop.ui.kit import theme
+from tests.helpers.shots import save_grab
+from tests.helpers.stats_rows import record_reply_stats
 
 REPLY = """A **KV cache** keeps the attention keys and values of tokens already processed, \
 so each new token only computes its own.
@@ -40,6 +41,29 @@ STATS = {
 }
 
 
+def _streamed_reply(
+    store: Any,
+    conv_id: int,
+    agent_name: str,
+    model: str,
+    agent_id: int | None = None,
+    **outcome: Any,
+) -> Any:
+    """An assistant reply as a stream leaves it: added while streaming, then finished with
+    ``outcome`` (its content and status, an error's kind and text)."""
+    reply = store.add_message(
+        conv_id,
+        "assistant",
+        "",
+        status="streaming",
+        agent_id=agent_id,
+        agent_name=agent_name,
+        model=model,
+    )
+    store.finish_message(reply.id, **outcome)
+    return reply
+
+
 def _populate(services: Any) -> int:
     store = services.conversations
     starter = services.agents.by_name("SmolLM2 (local)")
@@ -57,38 +81,16 @@ def _populate(services: Any) -> int:
         store.add_message(old.id, "user", title)
     conv = store.create(starter.id, "What is a KV cache?")
     store.add_message(conv.id, "user", "What is a KV cache, in two sentences?")
-    reply = store.add_message(
-        conv.id,
-        "assistant",
-        "",
-        status="streaming",
-        agent_id=starter.id,
-        agent_name=starter.name,
-        model=starter.model,
+    reply = _streamed_reply(
+        store, conv.id, starter.name, starter.model, starter.id, content=REPLY, status="complete"
     )
-    store.finish_message(reply.id, content=REPLY, status="complete")
-    services.stats.record(
-        {
-            **STATS,
-            "message_id": reply.id,
-            "conversation_id": conv.id,
-            "agent_id": starter.id,
-            "agent_name": starter.name,
-            "provider_kind": "local",
-        }
-    )
+    record_reply_stats(services, reply, "local", **STATS)
     store.add_message(conv.id, "user", "And how big is it for an 8B model at 8k context?")
-    failed = store.add_message(
+    _streamed_reply(
+        store,
         conv.id,
-        "assistant",
-        "",
-        status="streaming",
-        agent_id=None,
-        agent_name="Groq Llama",
-        model="llama-3.1-8b-instant",
-    )
-    store.finish_message(
-        failed.id,
+        "Groq Llama",
+        "llama-3.1-8b-instant",
         content="",
         status="error",
         error_kind="unavailable",
@@ -99,14 +101,10 @@ def _populate(services: Any) -> int:
 
 
 def test_render_main_window_light_and_dark(
-    qtbot: Any, services: Any, make_window: Any, qapp: QApplication, tmp_path: Path
+    qtbot: Any, services: Any, make_window: Any, qapp: QApplication, shot_dir: Path
 ) -> None:
-    out = Path(os.environ.get("SIMI_SCREENSHOT_DIR") or tmp_path)
-    out.mkdir(parents=True, exist_ok=True)
     conv_id = _populate(services)
-    window = make_window(services)
-    window.resize(1200, 780)
-    window.splitter.setSizes([290, 910])
+    window = make_window(services, size=(1200, 780), list_width=290)
     window.reload_agents()
     window.open_conversation(conv_id)
     window.pane.composer.setPlainText("Compare that with q4_0")
@@ -117,9 +115,7 @@ def test_render_main_window_light_and_dark(
             qapp.processEvents()
             window.pane.transcript.scroll_to_bottom()
             qapp.processEvents()
-            path = out / f"main-window-{name}.png"
-            assert window.grab().save(str(path))
-            assert path.stat().st_size > 10_000
+            save_grab(window, shot_dir / f"main-window-{name}.png", 10_000)
         from desktop.ui.agents.editor import AgentEditorDialog
 
         dialog = AgentEditorDialog(services.agents, services.secrets, window.current_agent, window)
@@ -130,12 +126,12 @@ def test_render_main_window_light_and_dark(
         # the shot shows the message the bad value provokes, under its field
         assert "temperature" in dialog.error_text("temperature").lower()
         assert dialog.saved_agent is None
-        assert dialog.grab().save(str(out / "agent-editor-dark.png"))
+        assert dialog.grab().save(str(shot_dir / "agent-editor-dark.png"))
         dialog.close()
         dialog.deleteLater()
         window.new_chat()
         theme.install(qapp, dark=False)
         qapp.processEvents()
-        assert window.grab().save(str(out / "new-chat-light.png"))
+        assert window.grab().save(str(shot_dir / "new-chat-light.png"))
     finally:
         theme.install(qapp, dark=False)

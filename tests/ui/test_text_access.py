@@ -33,18 +33,23 @@ TEXT = "Hello world. This is a reply.\nSecond line here"
 Boundary = QAccessible.TextBoundaryType
 
 
-@pytest.fixture
-def stream(qtbot: Any) -> StreamText:
+def shown_reply(qtbot: Any, widget: Any, size: tuple[int, int], text: str) -> Any:
+    """``widget`` (with painted text given its accessible text) named as a reply, shown at
+    ``size``, with ``text`` appended as a stream would."""
     text_access.install()
-    text_access.install()  # idempotent
-    widget = StreamText()
     widget.setAccessibleName("Reply from Helper")
     qtbot.addWidget(widget)
-    widget.resize(420, 40)
+    widget.resize(*size)
     widget.show()
     qtbot.waitExposed(widget)
-    widget.append_text(TEXT)
+    widget.append_text(text)
     return widget
+
+
+@pytest.fixture
+def stream(qtbot: Any) -> StreamText:
+    text_access.install()  # once more in shown_reply: installing is idempotent
+    return shown_reply(qtbot, StreamText(), (420, 40), TEXT)
 
 
 @pytest.fixture
@@ -376,14 +381,7 @@ MARKDOWN = (
 def markdown(qtbot: Any, qloop: Any) -> Any:
     from desktop.ui.markdown.view import MarkdownView
 
-    text_access.install()
-    view = MarkdownView()
-    view.setAccessibleName("Reply from Helper")
-    qtbot.addWidget(view)
-    view.resize(520, 60)
-    view.show()
-    qtbot.waitExposed(view)
-    view.append_text(MARKDOWN)
+    view = shown_reply(qtbot, MarkdownView(), (520, 60), MARKDOWN)
     qtbot.waitUntil(lambda: not view.laying_out)
     return view
 

@@ -79,6 +79,13 @@ def send(qtbot: Any, pane: Any, text: str) -> int:
     return pane.presenter.turn.assistant_message_id
 
 
+def ask_in_a_pane(qtbot: Any, mcp: Any, server: FaultServer, prompt: str) -> tuple[Any, int]:
+    """A pane on a new agent of ``server`` (allowed the MCP test server's tools) in which
+    ``prompt`` was just sent: the pane and its reply's message id."""
+    pane = open_pane(qtbot, mcp, tool_agent(mcp, server.url + "/v1"))
+    return pane, send(qtbot, pane, prompt)
+
+
 def cards(pane: Any, reply_id: int) -> list[ToolCard]:
     bubble = pane.transcript.bubble(reply_id)
     steps = bubble.__dict__.get("tool_steps") if bubble is not None else None
@@ -102,9 +109,7 @@ def test_the_card_asks_with_the_arguments_and_allow_once_shows_the_result_as_tex
 ) -> None:
     replies = [call("echo", {"text": MARKUP}, text="Let me echo that."), answer("Echoed.")]
     with FaultServer(replies) as server:
-        agent = tool_agent(mcp, server.url + "/v1")
-        pane = open_pane(qtbot, mcp, agent)
-        reply_id = send(qtbot, pane, "echo it")
+        pane, reply_id = ask_in_a_pane(qtbot, mcp, server, "echo it")
         card = waiting_card(qtbot, pane, reply_id)
 
         # what will run: the tool, its server, its arguments as indented JSON, the answers
@@ -156,9 +161,7 @@ def test_the_card_asks_with_the_arguments_and_allow_once_shows_the_result_as_tex
 def test_a_card_does_not_take_the_focus_from_someone_typing(qtbot: Any, mcp: Any) -> None:
     """A space typed next would press Allow once: the focus stays in the composer."""
     with FaultServer([call("echo", {"text": "x"}), answer("Done.")]) as server:
-        agent = tool_agent(mcp, server.url + "/v1")
-        pane = open_pane(qtbot, mcp, agent)
-        reply_id = send(qtbot, pane, "echo it")
+        pane, reply_id = ask_in_a_pane(qtbot, mcp, server, "echo it")
         pane.composer.setFocus()
         pane.composer.setPlainText("and then")  # typed before the card came
         pane.composer.moveCursor(QTextCursor.MoveOperation.End)
@@ -173,9 +176,7 @@ def test_a_card_does_not_take_the_focus_from_someone_typing(qtbot: Any, mcp: Any
 
 def test_deny_says_denied_and_the_model_is_told(qtbot: Any, mcp: Any) -> None:
     with FaultServer([call("echo", {"text": "secret"}), answer("OK, I won't.")]) as server:
-        agent = tool_agent(mcp, server.url + "/v1")
-        pane = open_pane(qtbot, mcp, agent)
-        reply_id = send(qtbot, pane, "echo it")
+        pane, reply_id = ask_in_a_pane(qtbot, mcp, server, "echo it")
         card = waiting_card(qtbot, pane, reply_id)
         qtbot.mouseClick(card.buttons["deny"], Qt.MouseButton.LeftButton)
         finish(qtbot, pane)
@@ -213,9 +214,7 @@ def test_always_allow_is_granted_to_that_agent_and_the_next_call_is_not_asked(
 
 def test_stop_while_a_call_waits_stops_the_call_and_the_reply(qtbot: Any, mcp: Any) -> None:
     with FaultServer([call("echo", {"text": "never"}, text="About to echo.")]) as server:
-        agent = tool_agent(mcp, server.url + "/v1")
-        pane = open_pane(qtbot, mcp, agent)
-        reply_id = send(qtbot, pane, "echo it")
+        pane, reply_id = ask_in_a_pane(qtbot, mcp, server, "echo it")
         card = waiting_card(qtbot, pane, reply_id)
         qtbot.mouseClick(pane.send_button, Qt.MouseButton.LeftButton)  # Stop
         finish(qtbot, pane)
@@ -231,9 +230,7 @@ def test_stop_while_a_call_waits_stops_the_call_and_the_reply(qtbot: Any, mcp: A
 def test_a_tool_error_shows_in_the_error_colour_without_unfolding(qtbot: Any, mcp: Any) -> None:
     replies = [call("fail", {"message": "disk is full"}), answer("The tool failed.")]
     with FaultServer(replies) as server:
-        agent = tool_agent(mcp, server.url + "/v1")
-        pane = open_pane(qtbot, mcp, agent)
-        reply_id = send(qtbot, pane, "try it")
+        pane, reply_id = ask_in_a_pane(qtbot, mcp, server, "try it")
         card = waiting_card(qtbot, pane, reply_id)
         card.buttons["once"].click()
         finish(qtbot, pane)
@@ -272,9 +269,7 @@ def test_two_conversations_wait_at_once_and_each_answer_goes_to_its_own(
 def test_reopening_the_conversation_shows_the_stored_cards_folded(qtbot: Any, mcp: Any) -> None:
     replies = [call("echo", {"text": MARKUP}), answer("Echoed.")]
     with FaultServer(replies) as server:
-        agent = tool_agent(mcp, server.url + "/v1")
-        pane = open_pane(qtbot, mcp, agent)
-        reply_id = send(qtbot, pane, "echo it")
+        pane, reply_id = ask_in_a_pane(qtbot, mcp, server, "echo it")
         waiting_card(qtbot, pane, reply_id).buttons["once"].click()
         finish(qtbot, pane)
     conversation_id = pane.conversation_id
@@ -282,7 +277,7 @@ def test_reopening_the_conversation_shows_the_stored_cards_folded(qtbot: Any, mc
     queries: list[str] = []
     mcp.db.conn.set_trace_callback(queries.append)
     try:
-        again = open_pane(qtbot, mcp, agent, conversation_id)
+        again = open_pane(qtbot, mcp, pane.agent, conversation_id)
     finally:
         mcp.db.conn.set_trace_callback(None)
     (card,) = cards(again, reply_id)
@@ -299,9 +294,7 @@ def test_reopening_the_conversation_shows_the_stored_cards_folded(qtbot: Any, mc
 
 def test_a_result_over_the_limit_says_it_was_cut(qtbot: Any, mcp: Any) -> None:
     with FaultServer([call("big", {"n": 120_000}), answer("That was long.")]) as server:
-        agent = tool_agent(mcp, server.url + "/v1")
-        pane = open_pane(qtbot, mcp, agent)
-        reply_id = send(qtbot, pane, "make it big")
+        pane, reply_id = ask_in_a_pane(qtbot, mcp, server, "make it big")
         card = waiting_card(qtbot, pane, reply_id)
         card.buttons["once"].click()
         finish(qtbot, pane)

@@ -19,9 +19,9 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 
 from tests.helpers.fault_server import FaultServer
+from tests.helpers.shots import check_and_shoot, settle
 from tests.helpers.tool_server import Call, tool_reply
 from tests.helpers.tool_turns import add_mcp_server, tool_agent
-from tests.ui.test_hub_shots import check_and_shoot, out_dir, settle
 from tests.ui.test_tool_approval import TIMEOUT_MS, cards
 
 SIZES = {"laptop": (1280, 800), "smallest": (720, 480)}
@@ -35,9 +35,8 @@ LISTING = (
 
 @pytest.mark.parametrize("size", list(SIZES))
 def test_an_approval_prompt_and_an_expanded_result_are_shot(
-    size: str, services: Any, make_window: Any, qtbot: Any, qapp: Any, tmp_path: Path
+    size: str, services: Any, make_window: Any, qtbot: Any, qapp: Any, shot_dir: Path
 ) -> None:
-    out = out_dir(tmp_path)
     add_mcp_server(services, name="files")
     arguments = {"text": LISTING}
     replies = [
@@ -69,7 +68,7 @@ def test_an_approval_prompt_and_an_expanded_result_are_shot(
             top = card.title.mapTo(view, QPoint(0, 0)).y()
             assert top >= 0 and top + card.title.height() <= view.height()
             assert (window.width(), window.height()) == SIZES[size]
-            check_and_shoot(qapp, window, out / f"tool-approval-{size}")
+            check_and_shoot(qapp, window, shot_dir / f"tool-approval-{size}")
 
             card.buttons["once"].click()
             qtbot.waitUntil(lambda: not pane.busy, timeout=TIMEOUT_MS)
@@ -79,7 +78,7 @@ def test_an_approval_prompt_and_an_expanded_result_are_shot(
             settle(qapp)
             assert card.result.toPlainText() == LISTING
             assert (window.width(), window.height()) == SIZES[size]
-            check_and_shoot(qapp, window, out / f"tool-result-{size}")
+            check_and_shoot(qapp, window, shot_dir / f"tool-result-{size}")
         finally:
             pane.presenter.stop()
             qtbot.waitUntil(lambda: not pane.busy, timeout=TIMEOUT_MS)

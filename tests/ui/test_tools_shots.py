@@ -18,8 +18,8 @@ from desktop.store.agents import Agent
 from desktop.store.tools import McpServer
 from desktop.ui.agents.editor import AgentEditorDialog
 from desktop.ui.settings.dialog import SettingsDialog
+from tests.helpers.shots import check_and_shoot, settle
 from tests.helpers.tool_turns import ROOT, SERVER_ARGS, add_mcp_server
-from tests.ui.test_hub_shots import check_and_shoot, out_dir, settle
 
 WAIT_MS = 60_000
 CRASHING = (
@@ -63,9 +63,8 @@ def stocked(services: Any, qtbot: Any) -> Agent:
 
 
 def test_the_tools_page_server_dialog_and_agent_tools_are_shot(
-    tool_services: Any, qtbot: Any, qapp: Any, tmp_path: Path
+    tool_services: Any, qtbot: Any, qapp: Any, shot_dir: Path
 ) -> None:
-    out = out_dir(tmp_path)
     agent = stocked(tool_services, qtbot)
 
     dialog = SettingsDialog.for_services(tool_services)
@@ -80,12 +79,12 @@ def test_the_tools_page_server_dialog_and_agent_tools_are_shot(
     assert page.state_text("tools").startswith("ready, ")
     assert page.state_text("files").startswith("failed: exited while starting")
     assert "Cannot find module" in page.output.toPlainText()
-    check_and_shoot(qapp, dialog, out / "tools-settings")
+    check_and_shoot(qapp, dialog, shot_dir / "tools-settings")
 
     editor = page.edit_server("tools")
     assert editor is not None
     settle(qapp)
-    check_and_shoot(qapp, editor, out / "tools-server-dialog")
+    check_and_shoot(qapp, editor, shot_dir / "tools-server-dialog")
     editor.reject()
 
     agent_editor = AgentEditorDialog(
@@ -102,5 +101,5 @@ def test_the_tools_page_server_dialog_and_agent_tools_are_shot(
     scroll.ensureWidgetVisible(section.group)
     settle(qapp)
     # The section alone: the editor's price note above it is another part's business.
-    check_and_shoot(qapp, section.group, out / "tools-agent-editor")
+    check_and_shoot(qapp, section.group, shot_dir / "tools-agent-editor")
     dialog.reject()
