@@ -155,11 +155,9 @@ def circles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
     return found
 
 
-# The one circle left: the conversation turn and the one-shot call are two model-call paths
-# that each take ChatService back; one call path (chat/call.py) is to replace both.
-KNOWN_CIRCLES = {
-    frozenset({"desktop.chat.session", "desktop.chat.one_shot", "desktop.chat.turn_calls"})
-}
+# None left: the last (chat/session <-> one_shot <-> turn_calls, two model-call paths that
+# each took ChatService back) went when both came to use chat/call.py.
+KNOWN_CIRCLES: set[frozenset[str]] = set()
 
 
 def test_the_circle_finder_finds_circles() -> None:

@@ -1,32 +1,26 @@
 """One prompt to one agent, outside any conversation: a prompt-set run's call.
 
-``ask_once`` streams the agent's system prompt and the prompt (no history) through the same
-path as a conversation's turn (the key read off the loop, ``ProviderFactory.for_agent`` with
-its retry, ``StatsClock``, pricing when the call ends) and records one ``inference_stats`` row
-with ``prompt_run_id`` and no message or conversation. Nothing else is stored: the caller
-(``chat/prompt_runs.py``) keeps the reply with the run's call.
+``ask_once`` makes the call the way a conversation's turn does (``chat/call.py``: the key read
+off the loop, ``ProviderFactory.for_agent`` with its retry, ``StatsClock``, pricing when the
+call ends) with the agent's system prompt and the prompt (no history), and records one
+``inference_stats`` row with ``prompt_run_id`` and no message or conversation. Nothing else is
+stored: the caller (``chat/prompt_runs.py``) keeps the reply with the run's call.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from typing import Any
 
-from desktop.chat.kinds import find_kind
+from desktop.chat.call import CallDeps, CallSink, ModelCall
 from desktop.chat.stats_clock import StatsClock
-from desktop.chat.turn_calls import warm_prices
 from desktop.errors import UserError
-from desktop.llm.events import Finished, ReasoningDelta, RunInfo, StreamEvent, TextDelta
+from desktop.llm.events import StreamEvent
 from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
 from desktop.store.agents import Agent
-
-if TYPE_CHECKING:
-    from desktop.chat.session import ChatService
 
 log = logging.getLogger("simi.chat")
 
@@ -77,7 +71,7 @@ def request_once(agent: Agent, prompt: str, prompt_run_id: int | None = None) ->
 
 
 async def ask_once(
-    chat: ChatService,
+    deps: CallDeps,
     agent: Agent,
     prompt: str,
     *,
@@ -89,79 +83,41 @@ async def ask_once(
     the task that awaits it ends the call with status "cancelled" and the text so far, and
     *returns* that (the cancellation is consumed: a caller that must stop too checks its own
     flag). ``on_clock`` gets the call's stats clock before it starts (live TTFT, tok/s)."""
-    clock = StatsClock(chat._clock)
+    call = ModelCall(deps, agent)  # its clock starts; the price book starts warming
     if on_clock is not None:
-        on_clock(clock)
-    parts: list[str] = []
-    thoughts: list[str] = []
-    notice: str | None = None
+        on_clock(call.clock)
+    notices: list[str] = []
+    sink = CallSink(emit=on_event, on_notice=notices.append)
     finish = "error"
-    provider = None
-    warming = warm_prices(chat.prices, agent)
 
     def done(status: str, reason: str, error: UserError | None = None) -> OneShot:
-        row = clock.row(reason, error.kind if error else None)
-        row.update(
-            message_id=None,
-            conversation_id=None,
-            agent_id=agent.id,
-            agent_name=agent.name,
-            provider_kind=agent.kind,
-            endpoint_host=urlsplit(agent.base_url).hostname if agent.base_url else None,
-            model_requested=agent.model,
-            prompt_run_id=prompt_run_id,
-        )
-        chat.price_row(row, agent)
-        stats_id: int | None = None
-        try:
-            stats_id = chat.stats.record(row)
-        except Exception:
-            log.exception("could not record inference stats")
+        row = call.row(reason, error, prompt_run_id=prompt_run_id)
+        stats_id = call.record(row)
         return OneShot(
-            text="".join(parts),
+            text="".join(sink.parts),
             status=status,
             error_text=error.user_message if error else None,
             stats_id=stats_id,
             stats=row,
             error_kind=error.kind if error else None,
-            reasoning="".join(thoughts),
-            notice=notice,
+            reasoning="".join(sink.thoughts),
+            notice=notices[-1] if notices else None,
         )
 
     async def priced() -> None:
-        """Wait for the price book (warming on a worker thread); stopped meanwhile: the row
-        is priced with what is known without it."""
-        if warming is None:
-            return
+        """Wait for the price book; stopped meanwhile: the row is priced with what is known
+        without it."""
         try:
-            await asyncio.wait([warming])
+            await call.prices_ready()
         except asyncio.CancelledError:
             _consume_cancel()
 
     try:
         try:
-            if chat._agents is not None and _is_remote(agent):
-                # the keyring may sit behind an unlock prompt: never on the loop
-                await asyncio.to_thread(chat._agents.fetch_key, agent)
-            provider = chat.providers.for_agent(agent)
-            request = request_once(agent, prompt, prompt_run_id)
-            async with contextlib.aclosing(provider.stream(request)) as events:  # type: ignore[type-var,unused-ignore]
-                async for event in events:
-                    clock.on_event(event)
-                    if isinstance(event, TextDelta):
-                        parts.append(event.text)
-                    elif isinstance(event, ReasoningDelta):
-                        thoughts.append(event.text)
-                    elif isinstance(event, RunInfo) and event.notice:
-                        notice = event.notice
-                    elif isinstance(event, Finished):
-                        finish = event.reason
-                    if on_event is not None:
-                        on_event(event)
+            await call.open()
+            finish = await call.stream(request_once(agent, prompt, prompt_run_id), sink)
         finally:
-            if provider is not None:
-                with contextlib.suppress(Exception):
-                    await provider.aclose()
+            await call.aclose()
     except asyncio.CancelledError:
         _consume_cancel()
         return done("cancelled", "cancelled")
@@ -186,8 +142,3 @@ def _consume_cancel() -> None:
     task = asyncio.current_task()
     if task is not None:
         task.uncancel()
-
-
-def _is_remote(agent: Agent) -> bool:
-    kind = find_kind(agent.kind)
-    return kind is not None and kind.remote

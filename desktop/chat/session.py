@@ -7,7 +7,6 @@ the other.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -16,10 +15,9 @@ from typing import Any
 
 from desktop.chat import one_shot
 from desktop.chat.agents import AgentService
-from desktop.chat.kinds import find_kind
+from desktop.chat.call import CallDeps, CallSink, ModelCall
 from desktop.chat.one_shot import OneShot
 from desktop.chat.price_book import PriceBook, refuse_on_loop
-from desktop.chat.pricing import price_call
 from desktop.chat.providers import ProviderFactory
 from desktop.chat.stats_clock import StatsClock
 from desktop.chat.tool_loop import (
@@ -32,15 +30,7 @@ from desktop.chat.tool_loop import (
     history_of,
     tool_messages,
 )
-from desktop.chat.turn_calls import (
-    ContextFit,
-    call_row,
-    context_fit,
-    dataset_prices,
-    stream_call,
-    title_from,
-    warm_prices,
-)
+from desktop.chat.turn_calls import ContextFit, call_row, context_fit, title_from
 from desktop.errors import UserError
 from desktop.llm.events import StreamEvent, TextDelta, ToolCall
 from desktop.llm.provider import ChatMessage, ChatRequest
@@ -105,16 +95,22 @@ class ChatService:
         self.conversations = conversations
         self.stats = stats
         self.providers = providers
-        self._clock = clock
-        # Where a remote agent's key is fetched off the loop before its provider is built
-        # (None: the provider factory reads it where it runs).
-        self._agents = agents
         # What a call cost (desktop.chat.pricing), priced when it ends; warmed off the loop.
         if prices is None:
             from desktop.settings.paths import AppPaths
 
             prices = PriceBook.in_folder(AppPaths.from_env().data_dir)
         self.prices = prices
+        # What every model call needs (chat/call.py): a turn's and ask_once's. ``agents``:
+        # where a remote agent's key is fetched off the loop before its provider is built
+        # (None: the provider factory reads it where it runs).
+        self.call_deps = CallDeps(
+            clock=clock,
+            providers=providers,
+            prices=prices,
+            stats=stats,
+            fetch_key=agents.fetch_key if agents is not None else None,
+        )
         # MCP tools for agents allowed some (None: no agent has tools; the CLI's light paths)
         self.tools = tools
 
@@ -290,14 +286,26 @@ class ChatService:
         the last); ``on_event`` also hears ``StepChanged`` and ``CallStarted``.
         """
         agent = turn.agent
-        clock = turn.clock = StatsClock(self._clock)
+        # the first call's clock starts; genai-prices takes a few hundred ms to import: on a
+        # worker thread, while the call runs (the row is priced when it ends)
+        call = ModelCall(self.call_deps, agent)
+        turn.clock = call.clock
+        emit = on_event or (lambda _e: None)
+
+        def took_notice(notice: str) -> None:
+            turn.notice = notice
+
         parts: list[str] = [turn.prefix] if turn.prefix else []
         thoughts: list[str] = [turn.reasoning] if turn.reasoning else []
-        provider = None
-        emit = on_event or (lambda _e: None)
-        # genai-prices takes a few hundred ms to import: on a worker thread, while the call
-        # runs (the row is priced when it ends).
-        warming = warm_prices(self.prices, agent)
+        sink = CallSink(
+            parts,
+            thoughts,
+            emit=on_event,
+            on_notice=took_notice,
+            checkpoint=lambda: self.conversations.checkpoint(
+                turn.assistant_message_id, "".join(parts), "".join(thoughts)
+            ),
+        )
         finish = "error"
         recorded = False  # the current call's row is stored (cancelled between calls)
 
@@ -306,27 +314,22 @@ class ChatService:
             turn.reasoning = "".join(thoughts)
 
         try:
-            if self._agents is not None and _is_remote(agent):
-                # The keyring may answer slowly or sit behind an unlock prompt: never on the
-                # loop. The factory then finds the key just read (AgentService.fetch_key).
-                await asyncio.to_thread(self._agents.fetch_key, agent)
-            provider = self.providers.for_agent(agent)
+            await call.open()
             box = ToolBox()
             if self.tools is not None and self.tools.agent_uses_tools(agent):
                 box = await self.tools.toolbox(agent)
                 if box.notices:
                     turn.notice = "; ".join(box.notices)
                 # starting the servers is not the model's time
-                clock = turn.clock = StatsClock(self._clock)
+                turn.clock = call.restart_clock()
             request = self.request_for(turn, with_tools=bool(box))
             if box:
                 request = replace(request, tools=box.specs)
             rounds = 0
             while True:
                 calls: list[ToolCall] = []
-                finish = await stream_call(
-                    provider, request, turn, clock, (parts, thoughts, calls), emit, self
-                )
+                sink.tool_calls = calls
+                finish = await call.stream(request, sink)
                 if finish != "tool_calls" or not calls or self.tools is None or not box:
                     break
                 rounds += 1
@@ -349,18 +352,17 @@ class ChatService:
                     )
                     round_text = turn.text[turn.steps[-1].text_offset if turn.steps else 0 :]
                     turn.steps.extend(steps)
-                    if warming is not None:  # the call is priced like the last one
-                        await asyncio.wait([warming])
+                    await call.prices_ready()  # the call is priced like the last one
                 except asyncio.CancelledError:
                     # Stop while a tool waited for approval or ran: the model call that asked
                     # for it still finished with its tool calls (those stored so far)
                     if steps is None:
                         steps = self._steps_of_call(turn, call_index)
                         turn.steps.extend(steps)
-                    self._record_call(turn, clock, "tool_calls", steps)
+                    self._record_call(turn, call, "tool_calls", steps)
                     recorded = True
                     raise
-                self._record_call(turn, clock, "tool_calls", steps)
+                self._record_call(turn, call, "tool_calls", steps)
                 recorded = True
                 if over:  # it still asked for tools: refused, and the turn ends here
                     turn.notice = f"Stopped after {MAX_TOOL_ROUNDS} rounds of tool calls."
@@ -377,30 +379,28 @@ class ChatService:
                 if parts and not parts[-1].endswith("\n"):
                     parts.append("\n\n")  # the next call's text starts a paragraph
                     emit(TextDelta("\n\n", 0))
-                clock = turn.clock = StatsClock(self._clock)
+                turn.clock = call.restart_clock()
                 emit(CallStarted(len(turn.calls) + 1))
         except asyncio.CancelledError:
             collect()
-            self._finish(turn, clock, "cancelled", "cancelled", record=not recorded)
+            self._finish(turn, call, "cancelled", "cancelled", record=not recorded)
             raise
         except UserError as exc:
             collect()
             turn.error = exc
             log.info("turn failed (%s): %s", exc.kind, exc.user_message)
-            await self._finish_priced(turn, clock, "error", "error", warming, exc)
+            await self._finish_priced(turn, call, "error", "error", exc)
             return turn
         except Exception as exc:  # a bug: keep the text, say so, and let it surface
             collect()
             turn.error = UserError(f"Something went wrong inside SIMI Multi: {type(exc).__name__}")
-            self._finish(turn, clock, "error", "error", turn.error)
+            self._finish(turn, call, "error", "error", turn.error)
             raise
         finally:
-            if provider is not None:
-                with contextlib.suppress(Exception):
-                    await provider.aclose()
+            await call.aclose()
         collect()
         status = "cancelled" if finish == "cancelled" else "complete"
-        await self._finish_priced(turn, clock, status, finish, warming, record=not recorded)
+        await self._finish_priced(turn, call, status, finish, record=not recorded)
         return turn
 
     async def ask_once(
@@ -415,16 +415,15 @@ class ChatService:
         its stats row carries ``prompt_run_id``. Errors and Stop come back on the result
         (``chat/one_shot.py``)."""
         return await one_shot.ask_once(
-            self, agent, prompt, prompt_run_id=prompt_run_id, on_event=on_event
+            self.call_deps, agent, prompt, prompt_run_id=prompt_run_id, on_event=on_event
         )
 
     async def _finish_priced(
         self,
         turn: Turn,
-        clock: StatsClock,
+        call: ModelCall,
         status: str,
         finish_reason: str,
-        warming: asyncio.Future[None] | None,
         error: UserError | None = None,
         *,
         record: bool = True,
@@ -432,28 +431,16 @@ class ChatService:
         """``_finish`` once the price book is warm (or failed to be). Stopped while waiting
         for it: finished at once, its cost unknown unless the provider reported one."""
         try:
-            if warming is not None:
-                await asyncio.wait([warming])
+            await call.prices_ready()
         except asyncio.CancelledError:
-            self._finish(turn, clock, status, finish_reason, error, record=record)
+            self._finish(turn, call, status, finish_reason, error, record=record)
             raise
-        self._finish(turn, clock, status, finish_reason, error, record=record)
-
-    def price_row(self, row: dict[str, Any], agent: Agent) -> None:
-        """Price a finished call's stats row in place, at the prices in force: a later price
-        change leaves history alone. Not warm yet (a call stopped early): only a reported
-        cost, an override or local is known."""
-        priced = self.prices.price_if_ready(row, agent)
-        overridden = (agent.price_input_per_m, agent.price_output_per_m) != (None, None)
-        if priced is None and (overridden or not dataset_prices(agent)):
-            priced = price_call(row, agent)  # no dataset needed (nor imported)
-        if priced is not None:
-            row.update(priced.fields())
+        self._finish(turn, call, status, finish_reason, error, record=record)
 
     def _finish(
         self,
         turn: Turn,
-        clock: StatsClock,
+        call: ModelCall,
         status: str,
         finish_reason: str,
         error: UserError | None = None,
@@ -471,7 +458,7 @@ class ChatService:
             reasoning=turn.reasoning,
         )
         if record:
-            self._record_call(turn, clock, finish_reason, (), error)
+            self._record_call(turn, call, finish_reason, (), error)
         self.conversations.touch(turn.conversation_id)
 
     def _steps_of_call(self, turn: Turn, call_index: int) -> list[ToolStep]:
@@ -488,22 +475,21 @@ class ChatService:
     def _record_call(
         self,
         turn: Turn,
-        clock: StatsClock,
+        call: ModelCall,
         finish_reason: str,
         steps: Sequence[ToolStep],
         error: UserError | None = None,
     ) -> None:
         """One model call's stats row (its index in the turn, the tools it asked for)."""
-        row = call_row(turn, clock, finish_reason, steps, error)
-        self.price_row(row, turn.agent)
-        try:
-            self.stats.record(row)
-        except Exception:
-            log.exception("could not record inference stats")
+        row = call_row(
+            call,
+            finish_reason,
+            error,
+            message_id=turn.assistant_message_id,
+            conversation_id=turn.conversation_id,
+            call_index=len(turn.calls) + 1,
+            steps=steps,
+        )
+        call.record(row)
         turn.calls.append(row)
         turn.stats = row
-
-
-def _is_remote(agent: Agent) -> bool:
-    kind = find_kind(agent.kind)
-    return kind is not None and kind.remote

@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from desktop.chat import turn_calls
+from desktop.chat import call as model_call
 from desktop.llm.events import TextDelta, Timing
 from desktop.local.starter import STARTER_AGENT_NAME
 from desktop.store.agents import Agent
@@ -71,7 +71,7 @@ def test_max_tokens_finishes_with_length(services) -> None:
 
 
 def test_stop_keeps_partial_text_and_marks_message_cancelled(services, monkeypatch) -> None:
-    monkeypatch.setattr(turn_calls, "CHECKPOINT_INTERVAL_S", 0.0)
+    monkeypatch.setattr(model_call, "CHECKPOINT_INTERVAL_S", 0.0)
     agent = _starter(services, max_tokens=400, seed=5)
     conv = services.conversations.create(agent.id)
     turn = services.chat.begin(conv.id, agent, "Write a long essay about the sea.")
