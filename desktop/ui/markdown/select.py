@@ -19,12 +19,12 @@ from PySide6.QtGui import (
     QDesktopServices,
     QGuiApplication,
     QKeyEvent,
-    QKeySequence,
     QMouseEvent,
 )
 from PySide6.QtWidgets import QMenu
 
 from desktop.ui.markdown import text_access
+from desktop.ui.markdown.text_keys import copy_keys, word_bounds
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QWidget
@@ -237,19 +237,11 @@ class BlockSelection(_Widget):
         else:
             item = self._items[index]
             text = item.plain_text() if not item.is_code else item.block.code
-        low = high = min(at, len(text))
-        while low > 0 and (text[low - 1].isalnum() or text[low - 1] == "_"):
-            low -= 1
-        while high < len(text) and (text[high].isalnum() or text[high] == "_"):
-            high += 1
+        low, high = word_bounds(text, at)
         self.select_pos((index, low), (index, high))
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
-        if event.matches(QKeySequence.StandardKey.Copy):
-            self.copy()
-        elif event.matches(QKeySequence.StandardKey.SelectAll):
-            self.select_all()
-        else:
+        if not copy_keys(event, self.copy, self.select_all):
             super().keyPressEvent(event)
 
     def context_menu(self) -> QMenu:

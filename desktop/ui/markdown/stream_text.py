@@ -31,7 +31,6 @@ from PySide6.QtGui import (
     QFontMetricsF,
     QGuiApplication,
     QKeyEvent,
-    QKeySequence,
     QMouseEvent,
     QPainter,
     QPaintEvent,
@@ -43,6 +42,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QMenu, QSizePolicy, QWidget
 
 from desktop.ui.markdown import text_access
+from desktop.ui.markdown.text_keys import copy_keys, word_bounds
 
 FREEZE_LINES = 12  # the live piece is split once it wraps to more lines than this
 
@@ -376,19 +376,10 @@ class StreamText(QWidget):
     def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:
         text = self.toPlainText()
         at = self.offset_at(event.position())
-        low = high = at
-        while low > 0 and (text[low - 1].isalnum() or text[low - 1] == "_"):
-            low -= 1
-        while high < len(text) and (text[high].isalnum() or text[high] == "_"):
-            high += 1
-        self.select(low, high)
+        self.select(*word_bounds(text, at))
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
-        if event.matches(QKeySequence.StandardKey.Copy):
-            self.copy()
-        elif event.matches(QKeySequence.StandardKey.SelectAll):
-            self.select_all()
-        else:
+        if not copy_keys(event, self.copy, self.select_all):
             super().keyPressEvent(event)
 
     def contextMenuEvent(self, event: QContextMenuEvent) -> None:
