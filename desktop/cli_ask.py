@@ -131,7 +131,8 @@ def run(services: Any, args: argparse.Namespace) -> int:
     if not result.text.endswith("\n"):
         sys.stdout.write("\n")
     if args.json:
-        record = dict(result.stats or {})
+        # the last model call's record as its stored row (every column), then the turn's
+        record = result.stats.as_row() if result.stats is not None else {}
         record.update(
             conversation_id=result.conversation_id,
             message_id=result.assistant_message_id,

@@ -12,8 +12,9 @@ book and stats store) and hands it down, so nothing here takes ``ChatService`` b
   sit behind an unlock prompt), then the provider is built (``ProviderFactory.for_agent``);
   ``aclose`` always closes it;
 - ``stream``: one call's events into its ``StatsClock`` and the caller's ``CallSink``;
-- ``row`` / ``record``: the call's stats row, labelled with whose call it was, priced and
-  stored, once ``prices_ready`` (one wait, whichever caller).
+- ``stats`` / ``record``: the call's ``CallStats`` (``chat/call_stats.py``: the clock's
+  figures and whose call it was, then priced), stored as its row, once ``prices_ready`` (one
+  wait, whichever caller).
 
 What a caller does on Stop or an error stays its own (``ChatService.run`` raises the
 cancellation on; ``ask_once`` returns it): these are the parts both share.
@@ -25,10 +26,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from desktop.chat.call_stats import CallStats
 from desktop.chat.kinds import find_kind
 from desktop.chat.pricing import price_call, provider_ref
 from desktop.chat.stats_clock import StatsClock
@@ -70,16 +72,25 @@ class CallDeps:
         warming.add_done_callback(_log_warm_failure)
         return warming
 
-    def price_row(self, row: dict[str, Any], agent: Agent) -> None:
-        """Price a finished call's stats row in place, at the prices in force: a later price
+    def priced(self, stats: CallStats, agent: Agent) -> CallStats:
+        """A finished call's record with its price, at the prices in force: a later price
         change leaves history alone. Not warm yet (a call stopped early): only a reported
         cost, an override or local is known."""
+        row = stats.as_row()  # chat/pricing.py prices any mapping of the columns
         priced = self.prices.price_if_ready(row, agent)
         overridden = (agent.price_input_per_m, agent.price_output_per_m) != (None, None)
         if priced is None and (overridden or not dataset_prices(agent)):
             priced = price_call(row, agent)  # no dataset needed (nor imported)
-        if priced is not None:
-            row.update(priced.fields())
+        if priced is None:
+            return stats
+        return replace(
+            stats,
+            cost_usd=priced.cost_usd,
+            cost_input_usd=priced.cost_input_usd,
+            cost_cached_usd=priced.cost_cached_usd,
+            cost_output_usd=priced.cost_output_usd,
+            price_source=priced.price_source,
+        )
 
 
 @dataclass(slots=True)
@@ -184,37 +195,43 @@ class ModelCall:
         if self.warming is not None:
             await asyncio.wait([self.warming])
 
-    def row(
+    def stats(
         self,
         finish_reason: str,
         error: UserError | None = None,
         *,
         message_id: int | None = None,
         conversation_id: int | None = None,
-        **labels: Any,
-    ) -> dict[str, Any]:
-        """The current call's stats row: the clock's figures and whose call it was (a turn's
-        message and conversation; ``labels`` such as its ``call_index`` or ``prompt_run_id``
-        go last)."""
+        prompt_run_id: int | None = None,
+        call_index: int | None = None,
+        tool_calls: int | None = None,
+        tool_ms: float | None = None,
+    ) -> CallStats:
+        """The current call's record: the clock's figures and whose call it was (the agent; a
+        turn's message, conversation and call index, the tools it asked for; a prompt-set
+        run's id), priced."""
         agent = self.agent
-        row = self.clock.row(finish_reason, error.kind if error else None)
-        row.update(
-            message_id=message_id,
-            conversation_id=conversation_id,
+        stats = self.clock.stats(
+            finish_reason,
+            error.kind if error else None,
             agent_id=agent.id,
             agent_name=agent.name,
             provider_kind=agent.kind,
             endpoint_host=urlsplit(agent.base_url).hostname if agent.base_url else None,
             model_requested=agent.model,
-            **labels,
+            message_id=message_id,
+            conversation_id=conversation_id,
+            prompt_run_id=prompt_run_id,
+            call_index=call_index,
+            tool_calls=tool_calls,
+            tool_ms=tool_ms,
         )
-        return row
+        return self.deps.priced(stats, agent)
 
-    def record(self, row: dict[str, Any]) -> int | None:
-        """Price ``row`` in place and store it; its id (None: storing failed, logged)."""
-        self.deps.price_row(row, self.agent)
+    def record(self, stats: CallStats) -> int | None:
+        """Store the record as its row; its id (None: storing failed, logged)."""
         try:
-            return self.deps.stats.record(row)
+            return self.deps.stats.record(stats.as_row())
         except Exception:
             log.exception("could not record inference stats")
             return None

@@ -13,9 +13,9 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from desktop.chat.call import CallDeps, CallSink, ModelCall
+from desktop.chat.call_stats import CallStats
 from desktop.chat.stats_clock import StatsClock
 from desktop.errors import UserError
 from desktop.llm.events import StreamEvent
@@ -29,20 +29,21 @@ log = logging.getLogger("simi.chat")
 class OneShot:
     """What one call gave: ``status`` complete / cancelled / error; ``text`` what arrived
     (partial when cancelled or failed); ``error_text`` the error's finished message;
-    ``stats_id`` / ``stats`` its stored row (``stats_id`` None only if recording failed)."""
+    ``stats`` its record (``chat/call_stats.py``), ``stats_id`` its stored row's id (None only
+    if recording failed)."""
 
     text: str
     status: str
     error_text: str | None
     stats_id: int | None
-    stats: dict[str, Any] | None
+    stats: CallStats | None
     error_kind: str | None = None  # the UserError's kind ("rate_limited", "auth", …)
     reasoning: str = ""
     notice: str | None = None  # what the backend did on its own (RunInfo.notice)
 
     @property
     def finish_reason(self) -> str | None:
-        return self.stats.get("finish_reason") if self.stats else None
+        return self.stats.finish_reason if self.stats else None
 
 
 def sampling_of(agent: Agent) -> Sampling:
@@ -91,14 +92,14 @@ async def ask_once(
     finish = "error"
 
     def done(status: str, reason: str, error: UserError | None = None) -> OneShot:
-        row = call.row(reason, error, prompt_run_id=prompt_run_id)
-        stats_id = call.record(row)
+        stats = call.stats(reason, error, prompt_run_id=prompt_run_id)
+        stats_id = call.record(stats)
         return OneShot(
             text="".join(sink.parts),
             status=status,
             error_text=error.user_message if error else None,
             stats_id=stats_id,
-            stats=row,
+            stats=stats,
             error_kind=error.kind if error else None,
             reasoning="".join(sink.thoughts),
             notice=notices[-1] if notices else None,

@@ -48,6 +48,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from desktop.chat.call_stats import CallStats
 from desktop.chat.prompt_results import (  # noqa: F401  (re-exported: part of the contract)
     EXPORT_KEYS,
     SUMMARY_KEYS,
@@ -360,7 +361,7 @@ class PromptRunner:
         self,
         slot: _Slot | None,
         status: str,
-        stats: dict[str, Any] | None,
+        stats: CallStats | None,
         error_text: str | None = None,
     ) -> None:
         if self._on_progress is None:
@@ -368,7 +369,6 @@ class PromptRunner:
         if slot is None:
             progress = Progress(self._done, self._total, self._errors, "")
         else:
-            stats = stats or {}
             progress = Progress(
                 self._done,
                 self._total,
@@ -384,8 +384,8 @@ class PromptRunner:
                 agent_name=self._name(slot),
                 repetition=slot.repetition,
                 status=status,
-                ttft_ms=stats.get("ttft_ms"),
-                decode_tok_s=stats.get("decode_tok_s"),
+                ttft_ms=stats.ttft_ms if stats is not None else None,
+                decode_tok_s=stats.decode_tok_s if stats is not None else None,
                 error_text=error_text,
             )
         try:

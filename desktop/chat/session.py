@@ -16,6 +16,7 @@ from typing import Any
 from desktop.chat import one_shot
 from desktop.chat.agents import AgentService
 from desktop.chat.call import CallDeps, CallSink, ModelCall
+from desktop.chat.call_stats import CallStats
 from desktop.chat.one_shot import OneShot
 from desktop.chat.price_book import PriceBook, refuse_on_loop
 from desktop.chat.providers import ProviderFactory
@@ -30,7 +31,7 @@ from desktop.chat.tool_loop import (
     history_of,
     tool_messages,
 )
-from desktop.chat.turn_calls import ContextFit, call_row, context_fit, title_from
+from desktop.chat.turn_calls import ContextFit, call_stats, context_fit, title_from
 from desktop.errors import UserError
 from desktop.llm.events import StreamEvent, TextDelta, ToolCall
 from desktop.llm.provider import ChatMessage, ChatRequest
@@ -57,7 +58,7 @@ class Turn:
     text: str = ""
     status: str = "streaming"
     error: UserError | None = None
-    stats: dict[str, Any] | None = None
+    stats: CallStats | None = None  # the last model call's record (``chat/call_stats.py``)
     reasoning: str = ""
     # Retry after "context too long": leave out this many of the oldest turns.
     drop_oldest_turns: int = 0
@@ -74,9 +75,9 @@ class Turn:
     reply: Message | None = None
     # The running call's stats clock (live rate, queue state); None until ``run`` starts.
     clock: StatsClock | None = None
-    # An agentic turn: every model call's stats row in order (``stats`` is the last) and
+    # An agentic turn: every model call's record in order (``stats`` is the last) and
     # every tool call (``store/tool_steps.py``).
-    calls: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[CallStats] = field(default_factory=list)
     steps: list[ToolStep] = field(default_factory=list)
 
 
@@ -282,8 +283,8 @@ class ChatService:
         turn, not raised: the caller shows it with a Retry button.
 
         An agent with tools takes a model call per round of tool calls (``chat/tool_loop.py``;
-        ``approve`` asks the person): each call is a stats row (``turn.calls``, ``turn.stats``
-        the last); ``on_event`` also hears ``StepChanged`` and ``CallStarted``.
+        ``approve`` asks the person): each call is a stats record (``turn.calls``,
+        ``turn.stats`` the last); ``on_event`` also hears ``StepChanged`` and ``CallStarted``.
         """
         agent = turn.agent
         # the first call's clock starts; genai-prices takes a few hundred ms to import: on a
@@ -480,8 +481,8 @@ class ChatService:
         steps: Sequence[ToolStep],
         error: UserError | None = None,
     ) -> None:
-        """One model call's stats row (its index in the turn, the tools it asked for)."""
-        row = call_row(
+        """One model call's record (its index in the turn, the tools it asked for), stored."""
+        stats = call_stats(
             call,
             finish_reason,
             error,
@@ -490,6 +491,6 @@ class ChatService:
             call_index=len(turn.calls) + 1,
             steps=steps,
         )
-        call.record(row)
-        turn.calls.append(row)
-        turn.stats = row
+        call.record(stats)
+        turn.calls.append(stats)
+        turn.stats = stats

@@ -1,4 +1,4 @@
-"""The stats clock: what happened during one model call, as one ``inference_stats`` row.
+"""The stats clock: what happened during one model call, as its ``CallStats`` record.
 
 Every figure is computed here once: the stored row, the line under a reply and the live rate
 on the status line while a reply streams all read this clock.
@@ -9,8 +9,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, assert_never
+from typing import assert_never
 
+from desktop.chat.call_stats import CallStats
 from desktop.llm import events as ev
 
 
@@ -20,6 +21,15 @@ def _ms(start: float | None, end: float | None) -> float | None:
 
 def _round(value: float | None) -> float | None:
     return round(value, 2) if value is not None else None
+
+
+def _int(value: object) -> int | None:
+    """A load parameter that is a count (the worker sends ints; anything else is unknown)."""
+    return value if isinstance(value, int) else None
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def token_rate(tokens: int | None, seconds: float | None) -> float | None:
@@ -41,7 +51,7 @@ MIN_TOKENS_FOR_PREFILL_ESTIMATE = 256
 
 
 class StatsClock:
-    """Collects the events of one call; ``row()`` turns them into an inference_stats row."""
+    """Collects the events of one call; ``stats()`` turns them into its ``CallStats``."""
 
     def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
         self._clock = clock
@@ -190,7 +200,26 @@ class StatsClock:
             return None, None
         return round(new / (spent_ms / 1000), 2), "estimated"
 
-    def row(self, finish_reason: str, error_kind: str | None = None) -> dict[str, Any]:
+    def stats(
+        self,
+        finish_reason: str,
+        error_kind: str | None = None,
+        *,
+        agent_id: int | None,
+        agent_name: str,
+        provider_kind: str,
+        endpoint_host: str | None,
+        model_requested: str | None,
+        message_id: int | None = None,
+        conversation_id: int | None = None,
+        prompt_run_id: int | None = None,
+        call_index: int | None = None,
+        tool_calls: int | None = None,
+        tool_ms: float | None = None,
+    ) -> CallStats:
+        """The call's record, once it ended: the figures of its events and whose call it was
+        (``ModelCall.stats`` says; it prices the record after). A reported cost is kept as
+        the price (``price_source`` 'reported'); the cost's parts wait for pricing."""
         end = self._clock()
         output = self.usage.output_tokens
         source = self.usage.source
@@ -201,56 +230,71 @@ class StatsClock:
         ttft_ms = _ms(self.started, self.first_token)
         prefill_tok_s, prefill_source = self._prefill(ttft_ms)
         prompt = self.usage.prompt_tokens
-        window = self.info.context_window
+        info = self.info
+        window = info.context_window
         fill = None
         if window and prompt is not None:
             fill = round((prompt + (output or 0)) / window, 4)
-        params = self.info.load_params
-        return {
-            "started_at": self.started_at,
-            "queued_ms": self.queued_ms,
-            "ttft_ms": ttft_ms,
-            "stream_ms": _ms(self.first_token, self.last_token),
-            "worker_start_ms": _round(timing.worker_start_ms),
-            "tls_ms": _round(timing.tls_ms),
-            "reused_connection": None if timing.reused is None else int(timing.reused),
-            "timing_source": timing.reported_by,
-            "prefill_source": prefill_source,
-            "kv_cache_bytes": self.info.kv_cache_bytes,
-            "device": self.info.device,
-            "offloaded_layers": self.info.offloaded_layers,
-            "vram_bytes": self.info.vram_bytes,
-            "total_ms": _ms(self.started, end),
-            "decode_ms": _round(timing.decode_ms)
+        params = info.load_params
+        return CallStats(
+            message_id=message_id,
+            conversation_id=conversation_id,
+            agent_id=agent_id,
+            agent_name=agent_name,
+            provider_kind=provider_kind,
+            endpoint_host=endpoint_host,
+            model_requested=model_requested,
+            model_reported=info.model_reported,
+            started_at=self.started_at,
+            queued_ms=self.queued_ms,
+            connect_ms=timing.connect_ms,
+            headers_ms=_round(timing.headers_ms),
+            ttft_ms=ttft_ms,
+            prefill_ms=_round(timing.prefill_ms),
+            decode_ms=_round(timing.decode_ms)
             if timing.decode_ms is not None
             else _ms(self.first_token, self.last_token),
-            "prefill_ms": _round(timing.prefill_ms),
-            "connect_ms": timing.connect_ms,
-            "headers_ms": _round(timing.headers_ms),
-            "load_ms": _round(timing.load_ms),
-            "prompt_tokens": prompt,
-            "cached_tokens": self.usage.cached_tokens,
-            "cache_source": self.usage.cache_source,
-            "cache_restore_ms": _round(timing.cache_restore_ms),
-            "prompt_eval_tokens": timing.prompt_eval_tokens,
-            "output_tokens": output,
-            "reasoning_tokens": self.usage.reasoning_tokens,
-            "token_source": source if (prompt is not None or output is not None) else None,
-            "prefill_tok_s": prefill_tok_s,
-            "decode_tok_s": decode_tok_s,
-            "finish_reason": finish_reason,
-            "error_kind": error_kind,
-            "cost_usd": self.usage.cost_usd,
-            "price_source": "reported" if self.usage.cost_usd is not None else None,
-            "model_reported": self.info.model_reported,
-            "backend": self.info.backend,
-            "context_window": window,
-            "context_fill": fill,
-            "n_ctx": params.get("n_ctx"),
-            "n_gpu_layers": params.get("n_gpu_layers"),
-            "n_threads": params.get("n_threads"),
-            "kv_type": params.get("kv_type") or ("f16" if params else None),
-            "flash_attn": int(bool(params.get("flash_attn"))) if params else None,
-            "model_file_size": self.info.model_file_size,
-            "quantization": self.info.quantization,
-        }
+            total_ms=_ms(self.started, end),
+            prompt_tokens=prompt,
+            cached_tokens=self.usage.cached_tokens,
+            prompt_eval_tokens=timing.prompt_eval_tokens,
+            output_tokens=output,
+            reasoning_tokens=self.usage.reasoning_tokens,
+            token_source=source if (prompt is not None or output is not None) else None,
+            prefill_tok_s=prefill_tok_s,
+            decode_tok_s=decode_tok_s,
+            finish_reason=finish_reason,
+            error_kind=error_kind,
+            cost_usd=self.usage.cost_usd,
+            price_source="reported" if self.usage.cost_usd is not None else None,
+            context_window=window,
+            context_fill=fill,
+            n_gpu_layers=_int(params.get("n_gpu_layers")),
+            n_ctx=_int(params.get("n_ctx")),
+            n_threads=_int(params.get("n_threads")),
+            kv_type=_text(params.get("kv_type")) or ("f16" if params else None),
+            flash_attn=int(bool(params.get("flash_attn"))) if params else None,
+            backend=info.backend,
+            load_ms=_round(timing.load_ms),
+            model_file_size=info.model_file_size,
+            quantization=info.quantization,
+            worker_start_ms=_round(timing.worker_start_ms),
+            tls_ms=_round(timing.tls_ms),
+            reused_connection=None if timing.reused is None else int(timing.reused),
+            stream_ms=_ms(self.first_token, self.last_token),
+            timing_source=timing.reported_by,
+            prefill_source=prefill_source,
+            kv_cache_bytes=info.kv_cache_bytes,
+            cost_input_usd=None,
+            cost_cached_usd=None,
+            cost_output_usd=None,
+            prompt_run_id=prompt_run_id,
+            cache_source=self.usage.cache_source,
+            cache_restore_ms=_round(timing.cache_restore_ms),
+            call_index=call_index,
+            tool_calls=tool_calls,
+            tool_ms=tool_ms,
+            device=info.device,
+            offloaded_layers=info.offloaded_layers,
+            vram_bytes=info.vram_bytes,
+        )

@@ -1,14 +1,14 @@
-"""Parts of a turn's run (``ChatService.run``): a model call's stats row as a turn labels
-it, the conversation's title, and the context-fit plan for a reply that did not fit. The call
+"""Parts of a turn's run (``ChatService.run``): a model call's record as a turn labels it,
+the conversation's title, and the context-fit plan for a reply that did not fit. The call
 itself is ``chat/call.py``'s, as for every caller."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from desktop.chat.call import ModelCall
+from desktop.chat.call_stats import CallStats
 from desktop.chat.kinds import load_params_for
 from desktop.errors import UserError
 from desktop.llm.provider import ChatMessage
@@ -47,7 +47,7 @@ def context_fit(
     return ContextFit(plan=plan, raise_n_ctx_to=raise_to)
 
 
-def call_row(
+def call_stats(
     call: ModelCall,
     finish_reason: str,
     error: UserError | None,
@@ -56,20 +56,20 @@ def call_row(
     conversation_id: int,
     call_index: int,
     steps: Sequence[ToolStep],
-) -> dict[str, Any]:
-    """One model call of a turn's stats row: the common labels (``ModelCall.row``), its
-    reply, its index in the turn and the tools it asked for (how many, how long they ran)."""
-    row = call.row(
+) -> CallStats:
+    """One model call of a turn's record (``ModelCall.stats``): its reply, its index in the
+    turn and the tools it asked for (how many, how long they ran; None when it asked for
+    none)."""
+    ran = [s.duration_ms for s in steps if s.duration_ms is not None]
+    return call.stats(
         finish_reason,
         error,
         message_id=message_id,
         conversation_id=conversation_id,
         call_index=call_index,
+        tool_calls=len(steps) if steps else None,
+        tool_ms=round(sum(ran), 1) if ran else None,
     )
-    if steps:
-        ran = [s.duration_ms for s in steps if s.duration_ms is not None]
-        row.update(tool_calls=len(steps), tool_ms=round(sum(ran), 1) if ran else None)
-    return row
 
 
 def title_from(text: str) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from desktop.chat.call_stats import CallStats
 from desktop.chat.format import cache_text, stats_tooltip_text
 from desktop.chat.stats_clock import StatsClock
 from desktop.chat.timeline import build_timeline
@@ -47,6 +48,19 @@ class FakeClock:
         return self.now
 
 
+def record(clock: StatsClock, finish_reason: str, error_kind: str | None = None) -> CallStats:
+    """The clock's record of a call (``StatsClock.stats``) by a test agent."""
+    return clock.stats(
+        finish_reason,
+        error_kind,
+        agent_id=None,
+        agent_name="Box",
+        provider_kind="local",
+        endpoint_host=None,
+        model_requested=None,
+    )
+
+
 def test_the_stats_row_takes_the_source_from_usage_and_the_restore_time_from_timing() -> None:
     clock = FakeClock()
     stats = StatsClock(clock)
@@ -59,17 +73,17 @@ def test_the_stats_row_takes_the_source_from_usage_and_the_restore_time_from_tim
         Usage(prompt_tokens=3010, cached_tokens=2950, output_tokens=2, cache_source="memory")
     )
     stats.on_event(Finished("stop"))
-    row = stats.row("stop")
-    assert row["cache_source"] == "memory"
-    assert row["cache_restore_ms"] == 41.24
-    assert row["prefill_ms"] == 40.0
+    row = record(stats, "stop")
+    assert row.cache_source == "memory"
+    assert row.cache_restore_ms == 41.24
+    assert row.prefill_ms == 40.0
 
 
 def test_a_call_with_no_cache_events_records_neither() -> None:
     stats = StatsClock(FakeClock())
     stats.on_event(Usage(prompt_tokens=40, cached_tokens=0, output_tokens=3))
-    row = stats.row("stop")
-    assert row["cache_source"] is None and row["cache_restore_ms"] is None
+    row = record(stats, "stop")
+    assert row.cache_source is None and row.cache_restore_ms is None
 
 
 @pytest.mark.parametrize(

@@ -50,4 +50,4 @@ def test_raising_the_context_size_makes_the_reply_fit(services) -> None:
     bigger = services.agents.update(agent.with_changes(n_ctx=fit.raise_n_ctx_to))
     retry = services.chat.begin_retry(conv.id, bigger, failed.assistant_message_id)
     done = asyncio.run(services.chat.run(retry))
-    assert done.status == "complete" and done.stats["n_ctx"] == fit.raise_n_ctx_to
+    assert done.status == "complete" and done.stats.n_ctx == fit.raise_n_ctx_to

@@ -50,7 +50,7 @@ def test_the_starter_model_answers_once_and_the_call_is_recorded_for_the_run(ser
     assert row["message_id"] is None and row["conversation_id"] is None
     assert row["ttft_ms"] > 0 and row["decode_tok_s"] > 0 and 0 < row["output_tokens"] <= 24
     assert row["price_source"] == "local" and row["cost_usd"] == 0
-    assert result.stats["finish_reason"] == row["finish_reason"] in ("stop", "length")
+    assert result.stats.finish_reason == row["finish_reason"] in ("stop", "length")
 
 
 def test_only_the_system_prompt_and_the_prompt_are_sent_with_the_agents_sampling(

@@ -91,7 +91,7 @@ def test_openai_gpt_4o_mini_is_priced_from_the_dataset_with_the_cached_input_pri
     # gpt-4o-mini: $0.15 / M input, $0.075 / M cached input, $0.60 / M output
     # 600 new input, 400 cached, 500 output
     assert _costs(row) == (0.00042, 0.00009, 0.00003, 0.0003, "genai-prices")
-    assert _costs(turn.stats) == _costs(row)
+    assert _costs(turn.stats.as_row()) == _costs(row)
     assert "$0.0004" in stats_line(row, "openai agent", "gpt-4o-mini")
 
 
@@ -109,7 +109,7 @@ def test_the_agents_own_price_wins_over_the_dataset(services: Any) -> None:
         agent = _remote(services, server, price_input_per_m=1.0, price_output_per_m=2.0)
         turn = _run(services, agent)
     # cached input at the override's input price: (600 + 400) x $1 / M + 500 x $2 / M
-    assert _costs(turn.stats) == (0.002, 0.0006, 0.0004, 0.001, "agent")
+    assert _costs(turn.stats.as_row()) == (0.002, 0.0006, 0.0004, 0.001, "agent")
 
 
 def test_a_cost_the_provider_reports_wins_over_every_price(services: Any) -> None:
@@ -136,7 +136,7 @@ def test_a_self_hosted_server_is_not_priced_as_openai(services: Any) -> None:
     with FaultServer(lambda _r: Reply(body=openai_stream())) as server:
         agent = _remote(services, server, "openai-compatible", name="vLLM box")
         turn = _run(services, agent)  # serves "gpt-4o-mini" on 127.0.0.1
-    assert _costs(turn.stats) == (None, None, None, None, None)
+    assert _costs(turn.stats.as_row()) == (None, None, None, None, None)
     # nothing to look up, so the turn neither loaded the price list nor waited for it
     assert not services.chat.prices.ready
 
@@ -154,7 +154,7 @@ def test_a_self_hosted_server_with_the_agents_own_price_is_priced_without_the_li
             price_output_per_m=2.0,
         )
         turn = _run(services, agent)
-    assert turn.stats["price_source"] == "agent" and turn.stats["cost_usd"] > 0
+    assert turn.stats.price_source == "agent" and turn.stats.cost_usd > 0
     assert not services.chat.prices.ready
 
 
@@ -321,7 +321,7 @@ with FaultServer(lambda _r: Reply(body=openai_stream())) as server:
     conv = services.conversations.create(agent.id)
     turn = asyncio.run(services.chat.run(services.chat.begin(conv.id, agent, "hi")))
 services.close()
-print(json.dumps({"seen": seen, "source": turn.stats["price_source"]}))
+print(json.dumps({"seen": seen, "source": turn.stats.price_source}))
 """
 
 

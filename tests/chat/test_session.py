@@ -57,17 +57,17 @@ def test_second_turn_reuses_the_prompt_cache(services) -> None:
     conv = services.conversations.create(agent.id)
     first = asyncio.run(services.chat.run(services.chat.begin(conv.id, agent, "Hi!")))
     second = asyncio.run(services.chat.run(services.chat.begin(conv.id, agent, "And again?")))
-    assert first.stats["cached_tokens"] == 0 or first.stats["load_ms"] is not None
-    assert second.stats["cached_tokens"] > 10
-    assert second.stats["prompt_eval_tokens"] < second.stats["prompt_tokens"]
-    assert second.stats["load_ms"] is None  # the model stayed loaded
+    assert first.stats.cached_tokens == 0 or first.stats.load_ms is not None
+    assert second.stats.cached_tokens > 10
+    assert second.stats.prompt_eval_tokens < second.stats.prompt_tokens
+    assert second.stats.load_ms is None  # the model stayed loaded
 
 
 def test_max_tokens_finishes_with_length(services) -> None:
     agent = _starter(services, max_tokens=3, seed=3)
     conv = services.conversations.create(agent.id)
     result = asyncio.run(services.chat.run(services.chat.begin(conv.id, agent, "Tell a story.")))
-    assert result.stats["finish_reason"] == "length" and result.stats["output_tokens"] == 3
+    assert result.stats.finish_reason == "length" and result.stats.output_tokens == 3
 
 
 def test_stop_keeps_partial_text_and_marks_message_cancelled(services, monkeypatch) -> None:

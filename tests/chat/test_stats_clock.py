@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from desktop.chat.call_stats import CallStats
 from desktop.chat.stats_clock import StatsClock, token_rate
 from desktop.llm.events import (
     Finished,
@@ -22,6 +23,19 @@ class FakeClock:
         return self.now
 
 
+def record(clock: StatsClock, finish_reason: str, error_kind: str | None = None) -> CallStats:
+    """The clock's record of a call (``StatsClock.stats``) by a test agent."""
+    return clock.stats(
+        finish_reason,
+        error_kind,
+        agent_id=None,
+        agent_name="Box",
+        provider_kind="local",
+        endpoint_host=None,
+        model_requested=None,
+    )
+
+
 def test_batched_deltas_count_their_tokens_in_the_live_rate_and_the_stored_row() -> None:
     clock = FakeClock()
     stats = StatsClock(clock)
@@ -33,10 +47,10 @@ def test_batched_deltas_count_their_tokens_in_the_live_rate_and_the_stored_row()
     # 21 tokens, the last 0.4 s after the first: 20 / 0.4 = 50 tok/s (5 deltas would say 10)
     assert stats.live_decode_tok_s() == 50.0
     stats.on_event(Finished("stop"))
-    row = stats.row("stop")
-    assert row["output_tokens"] == 21 and row["token_source"] == "counted"
-    assert row["decode_tok_s"] == stats.live_decode_tok_s() == 50.0
-    assert row["ttft_ms"] == 200.0
+    row = record(stats, "stop")
+    assert row.output_tokens == 21 and row.token_source == "counted"
+    assert row.decode_tok_s == stats.live_decode_tok_s() == 50.0
+    assert row.ttft_ms == 200.0
 
 
 def test_reported_usage_and_backend_timing_win_over_counting() -> None:
@@ -47,10 +61,10 @@ def test_reported_usage_and_backend_timing_win_over_counting() -> None:
     stats.on_event(TextDelta("y"))
     stats.on_event(Usage(prompt_tokens=10, output_tokens=11))
     stats.on_event(Timing(decode_ms=500.0, prefill_ms=100.0, prompt_eval_tokens=10))
-    row = stats.row("stop")
-    assert row["output_tokens"] == 11 and row["token_source"] == "reported"
-    assert row["decode_tok_s"] == 20.0  # (11 - 1) / 0.5 s, the backend's own decode time
-    assert row["prefill_tok_s"] == 100.0
+    row = record(stats, "stop")
+    assert row.output_tokens == 11 and row.token_source == "reported"
+    assert row.decode_tok_s == 20.0  # (11 - 1) / 0.5 s, the backend's own decode time
+    assert row.prefill_tok_s == 100.0
 
 
 def test_time_waiting_for_a_busy_local_model_is_recorded_as_queued() -> None:
@@ -61,7 +75,7 @@ def test_time_waiting_for_a_busy_local_model_is_recorded_as_queued() -> None:
     clock.now += 1.5
     stats.on_event(Queued(waiting=False))
     assert not stats.waiting_in_queue
-    assert stats.row("stop")["queued_ms"] == 1500.0
+    assert record(stats, "stop").queued_ms == 1500.0
 
 
 def test_rates_need_two_tokens_and_some_time() -> None:
@@ -85,11 +99,11 @@ def test_local_decode_speed_is_llama_cpps_eval_count_over_its_eval_time() -> Non
     stats.on_event(
         Timing(decode_ms=980.0, decode_tokens=49, prefill_ms=40.0, prompt_eval_tokens=20)
     )
-    row = stats.row("stop")
-    assert row["decode_tok_s"] == 50.0  # 49 evaluations in 0.98 s, not (50 - 1) / 0.98
-    assert row["prefill_tok_s"] == 500.0
+    row = record(stats, "stop")
+    assert row.decode_tok_s == 50.0  # 49 evaluations in 0.98 s, not (50 - 1) / 0.98
+    assert row.prefill_tok_s == 500.0
     live = stats.live_decode_tok_s()
-    assert live is not None and abs(live - row["decode_tok_s"]) / row["decode_tok_s"] < 0.10
+    assert live is not None and abs(live - row.decode_tok_s) / row.decode_tok_s < 0.10
 
 
 def test_reasoning_that_never_streamed_is_left_out_of_the_decode_speed() -> None:
@@ -97,9 +111,9 @@ def test_reasoning_that_never_streamed_is_left_out_of_the_decode_speed() -> None
     stats = StatsClock(clock)
     _streamed(stats, clock, 11, 0.1)  # 11 visible tokens over 1.0 s (+ the last step)
     stats.on_event(Usage(prompt_tokens=5, output_tokens=111, reasoning_tokens=100))
-    row = stats.row("stop")
-    assert row["reasoning_tokens"] == 100 and row["output_tokens"] == 111
-    assert row["decode_tok_s"] == 10.0  # (11 - 1) / 1.0 s, not (111 - 1) / 1.0 s
+    row = record(stats, "stop")
+    assert row.reasoning_tokens == 100 and row.output_tokens == 111
+    assert row.decode_tok_s == 10.0  # (11 - 1) / 1.0 s, not (111 - 1) / 1.0 s
 
 
 def test_streamed_reasoning_counts_in_the_decode_speed() -> None:
@@ -113,7 +127,7 @@ def test_streamed_reasoning_counts_in_the_decode_speed() -> None:
         clock.now += 0.1
     clock.now -= 0.1
     stats.on_event(Usage(output_tokens=11, reasoning_tokens=6))
-    assert stats.row("stop")["decode_tok_s"] == 10.0  # 10 / 1.0 s, thinking included
+    assert record(stats, "stop").decode_tok_s == 10.0  # 10 / 1.0 s, thinking included
 
 
 def test_a_one_token_reply_has_a_ttft_and_no_decode_speed() -> None:
@@ -123,9 +137,9 @@ def test_a_one_token_reply_has_a_ttft_and_no_decode_speed() -> None:
     stats.on_event(TextDelta("Yes"))
     clock.now += 0.05
     stats.on_event(Finished("stop"))
-    row = stats.row("stop")
-    assert row["ttft_ms"] == 300.0 and row["total_ms"] == 350.0
-    assert row["output_tokens"] == 1 and row["decode_tok_s"] is None
+    row = record(stats, "stop")
+    assert row.ttft_ms == 300.0 and row.total_ms == 350.0
+    assert row.output_tokens == 1 and row.decode_tok_s is None
     assert stats.live_decode_tok_s() is None
 
 
@@ -135,9 +149,9 @@ def test_a_reply_that_arrives_in_one_piece_reports_no_made_up_speed() -> None:
     clock.now += 2.0
     stats.on_event(TextDelta("the whole answer at once"))  # a server that does not stream
     stats.on_event(Usage(prompt_tokens=12, output_tokens=40))
-    row = stats.row("stop")
-    assert row["ttft_ms"] == 2000.0 and row["output_tokens"] == 40
-    assert row["decode_tok_s"] is None and row["decode_ms"] == 0.0
+    row = record(stats, "stop")
+    assert row.ttft_ms == 2000.0 and row.output_tokens == 40
+    assert row.decode_tok_s is None and row.decode_ms == 0.0
 
 
 def test_context_fill_and_an_error_row() -> None:
@@ -147,14 +161,14 @@ def test_context_fill_and_an_error_row() -> None:
     stats = StatsClock(clock)
     stats.on_event(RunInfo(context_window=2048, backend="CPU"))
     stats.on_event(Usage(prompt_tokens=1000, output_tokens=24))
-    row = stats.row("error", "context_too_long")
-    assert row["context_window"] == 2048 and row["context_fill"] == 0.5
-    assert (row["finish_reason"], row["error_kind"], row["backend"]) == (
+    row = record(stats, "error", "context_too_long")
+    assert row.context_window == 2048 and row.context_fill == 0.5
+    assert (row.finish_reason, row.error_kind, row.backend) == (
         "error",
         "context_too_long",
         "CPU",
     )
-    assert row["ttft_ms"] is None and row["decode_tok_s"] is None
+    assert row.ttft_ms is None and row.decode_tok_s is None
 
 
 def test_before_the_first_token_the_clock_says_what_the_call_waits_for() -> None:
@@ -200,9 +214,9 @@ def test_a_reply_that_came_in_one_piece_has_no_decode_speed() -> None:
             clock.now += gap
             stats.on_event(TextDelta(" And the rest."))
         stats.on_event(Usage(prompt_tokens=20, output_tokens=500))
-        row = stats.row("stop")
-        assert row["decode_tok_s"] is None and stats.live_decode_tok_s() is None
-        assert row["output_tokens"] == 500 and row["ttft_ms"] == 800.0
+        row = record(stats, "stop")
+        assert row.decode_tok_s is None and stats.live_decode_tok_s() is None
+        assert row.output_tokens == 500 and row.ttft_ms == 800.0
 
 
 def test_one_token_reply_has_no_decode_speed() -> None:
@@ -210,7 +224,7 @@ def test_one_token_reply_has_no_decode_speed() -> None:
     stats = StatsClock(clock)
     stats.on_event(TextDelta("Yes"))
     stats.on_event(Usage(prompt_tokens=20, output_tokens=1))
-    assert stats.row("stop")["decode_tok_s"] is None
+    assert record(stats, "stop").decode_tok_s is None
 
 
 def test_remote_prefill_speed_is_estimated_from_ttft_and_says_so() -> None:
@@ -220,10 +234,10 @@ def test_remote_prefill_speed_is_estimated_from_ttft_and_says_so() -> None:
     clock.now += 1.0  # first token 1 s after sending: 100 ms of it connecting
     stats.on_event(TextDelta("a"))
     stats.on_event(Usage(prompt_tokens=2_000, cached_tokens=200, output_tokens=1))
-    row = stats.row("stop")
+    row = record(stats, "stop")
     # the 1,800 new prompt tokens over the 0.9 s not spent connecting: a lower bound
-    assert row["prefill_tok_s"] == 2_000.0 and row["prefill_source"] == "estimated"
-    assert row["timing_source"] is None
+    assert row.prefill_tok_s == 2_000.0 and row.prefill_source == "estimated"
+    assert row.timing_source is None
 
 
 def test_short_or_counted_prompts_get_no_prefill_estimate() -> None:
@@ -233,8 +247,8 @@ def test_short_or_counted_prompts_get_no_prefill_estimate() -> None:
         clock.now += 0.5
         stats.on_event(TextDelta("a"))
         stats.on_event(usage)
-        row = stats.row("stop")
-        assert row["prefill_tok_s"] is None and row["prefill_source"] is None
+        row = record(stats, "stop")
+        assert row.prefill_tok_s is None and row.prefill_source is None
 
 
 def test_backend_counters_make_prefill_measured_and_the_timeline_figures_are_kept() -> None:
@@ -258,9 +272,9 @@ def test_backend_counters_make_prefill_measured_and_the_timeline_figures_are_kep
             reported_by="llama.cpp",
         )
     )
-    row = stats.row("stop")
-    assert row["worker_start_ms"] == 260.0  # an earlier Timing's figure survives the merge
-    assert row["load_ms"] == 140.0 and row["timing_source"] == "llama.cpp"
-    assert row["prefill_tok_s"] == 500.0 and row["prefill_source"] == "measured"
-    assert row["stream_ms"] == 300.0 and row["decode_ms"] == 290.0
-    assert row["kv_cache_bytes"] == 48 << 20
+    row = record(stats, "stop")
+    assert row.worker_start_ms == 260.0  # an earlier Timing's figure survives the merge
+    assert row.load_ms == 140.0 and row.timing_source == "llama.cpp"
+    assert row.prefill_tok_s == 500.0 and row.prefill_source == "measured"
+    assert row.stream_ms == 300.0 and row.decode_ms == 290.0
+    assert row.kv_cache_bytes == 48 << 20

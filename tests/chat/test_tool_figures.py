@@ -81,7 +81,7 @@ def test_stop_while_a_call_waits_for_approval_keeps_the_call_that_asked_for_it(
         "cancelled"
     ]
     assert [s.status for s in turn.steps] == ["cancelled"]
-    assert turn.stats and turn.stats["finish_reason"] == "tool_calls"
+    assert turn.stats and turn.stats.finish_reason == "tool_calls"
     assert services.conversations.message(turn.assistant_message_id).status == "cancelled"
 
 

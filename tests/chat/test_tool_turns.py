@@ -100,7 +100,7 @@ def test_an_approved_call_runs_and_the_model_answers_from_its_result(services) -
         (2, "stop", None),
     ]
     assert rows[0]["tool_ms"] == round(step.duration_ms, 1)
-    assert [r["call_index"] for r in turn.calls] == [1, 2] and turn.stats is turn.calls[-1]
+    assert [r.call_index for r in turn.calls] == [1, 2] and turn.stats is turn.calls[-1]
     # the view heard each change of the step, then the second call begin
     statuses = [e.step.status for e in events if isinstance(e, StepChanged)]
     assert statuses == ["asked", "waiting", "running", "done"]
@@ -359,9 +359,6 @@ def test_every_model_call_of_a_hosted_agents_turn_is_priced(services, secret_ser
         services.tools.tools.set_agent_tools(agent.id, [("tools", "add")])
         services.tools.tools.add_grant(agent.id, "tools", "add")
         turn, _ = run_turn(services, agent, "2+3?")
-    assert [r["call_index"] for r in turn.calls] == [1, 2]
-    got = [
-        (r["cost_usd"], r["price_source"], r["prompt_tokens"], r["model_reported"])
-        for r in turn.calls
-    ]
+    assert [r.call_index for r in turn.calls] == [1, 2]
+    got = [(r.cost_usd, r.price_source, r.prompt_tokens, r.model_reported) for r in turn.calls]
     assert all(c and s for c, s, _, _ in got), got

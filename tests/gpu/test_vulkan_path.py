@@ -52,7 +52,7 @@ def test_a_reply_with_every_layer_on_vulkan(services: Any, qtbot: Any) -> None:
     agent = services.agents.update(agent.with_changes(n_gpu_layers=-1, max_tokens=4, seed=1))
     result = _reply(services, agent, "Hi")
     assert result.status == "complete" and result.text.strip()
-    row = dict(result.stats)
+    row = result.stats.as_row()
     print(
         "stats row:",
         {

@@ -63,11 +63,11 @@ def test_second_turn_reuses_the_connection_and_its_stats_say_so(services) -> Non
         connections, requests = server.connections, len(server.requests)
     assert (first.status, second.status) == ("complete", "complete")
     assert requests == 2 and connections == 1  # no new TCP connection for the second turn
-    assert first.stats["connect_ms"] > 0
-    assert second.stats["connect_ms"] == 0  # reused: no connect happened
-    assert (first.stats["reused_connection"], second.stats["reused_connection"]) == (0, 1)
-    assert first.stats["tls_ms"] is None  # plain http: no handshake
-    assert second.stats["headers_ms"] is not None
+    assert first.stats.connect_ms > 0
+    assert second.stats.connect_ms == 0  # reused: no connect happened
+    assert (first.stats.reused_connection, second.stats.reused_connection) == (0, 1)
+    assert first.stats.tls_ms is None  # plain http: no handshake
+    assert second.stats.headers_ms is not None
     stored = services.stats.for_message(second.assistant_message_id)
     assert stored["connect_ms"] == 0
 

@@ -99,4 +99,4 @@ def test_file_deleted_while_loaded_is_reported_and_unloaded(services, tmp_path: 
     assert contents[:3] == ["Hi", first.text, "Again"]
     gguf_files.copy_starter(path)  # put it back: the next message loads it again
     third = asyncio.run(services.chat.run(services.chat.begin(conv.id, agent, "Back?")))
-    assert third.status == "complete" and third.stats["load_ms"] is not None
+    assert third.status == "complete" and third.stats.load_ms is not None

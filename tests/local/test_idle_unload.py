@@ -44,7 +44,7 @@ def test_idle_model_is_unloaded_after_the_setting_and_reloads_on_next_message(se
         await settle()
         assert not services.local.worker.alive and services.local.state == "unloaded"
         again = await services.chat.run(services.chat.begin(conv.id, agent, "Again"))
-        assert again.status == "complete" and again.stats["load_ms"] is not None
+        assert again.status == "complete" and again.stats.load_ms is not None
 
     asyncio.run(scenario())
 

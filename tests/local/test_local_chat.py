@@ -53,14 +53,14 @@ def test_prompt_cache_is_reused_across_turns_in_the_worker(services) -> None:
     assert services.local.worker.pid == pid  # same worker process, model kept loaded
     # The first call paid for starting the worker and loading the model; the timeline
     # draws those from these figures. The second paid for neither.
-    assert first["worker_start_ms"] > 0 and first["load_ms"] > 0
-    assert first["timing_source"] == "llama.cpp" and first["prefill_source"] == "measured"
+    assert first.worker_start_ms > 0 and first.load_ms > 0
+    assert first.timing_source == "llama.cpp" and first.prefill_source == "measured"
     # the context's cells x 30 layers x 3 KV heads x 64 dims x 2 (K and V) x f16 bytes
-    assert first["kv_cache_bytes"] == first["n_ctx"] * 30 * 3 * 64 * 2 * 2
+    assert first.kv_cache_bytes == first.n_ctx * 30 * 3 * 64 * 2 * 2
     stats = second.stats
-    assert stats["worker_start_ms"] is None
-    assert stats["cached_tokens"] > 10 and stats["load_ms"] is None
-    assert stats["prompt_eval_tokens"] == stats["prompt_tokens"] - stats["cached_tokens"]
+    assert stats.worker_start_ms is None
+    assert stats.cached_tokens > 10 and stats.load_ms is None
+    assert stats.prompt_eval_tokens == stats.prompt_tokens - stats.cached_tokens
 
 
 def test_stop_string_finishes_with_stop(services) -> None:
@@ -69,4 +69,4 @@ def test_stop_string_finishes_with_stop(services) -> None:
     )
     conv = services.conversations.create(agent.id)
     result = _run(services, conv.id, agent, "Write a sentence about the sea.")
-    assert result.stats["finish_reason"] == "stop" and " " not in result.text.strip()
+    assert result.stats.finish_reason == "stop" and " " not in result.text.strip()

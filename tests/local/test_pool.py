@@ -96,7 +96,7 @@ def test_two_local_agents_answer_at_once_cancel_all_stops_both_and_close_ends_th
         results, recs = await _run_both(services, agents, prompt)
         for result, rec in zip(results, recs, strict=True):
             assert result.status == "complete" and result.text.strip()
-            assert rec.queued == [] and not result.stats["queued_ms"]
+            assert rec.queued == [] and not result.stats.queued_ms
         # the streams overlapped: each one's first text came before the other's last
         assert recs[1].texts[0] < recs[0].texts[-1] and recs[0].texts[0] < recs[1].texts[-1]
         workers = [w for w in services.local.workers if w.alive]
@@ -115,8 +115,8 @@ def test_two_local_agents_answer_at_once_cancel_all_stops_both_and_close_ends_th
 
         stopped, _ = await _run_both(services, long_agents, prompt, stop_when_both_write)
         for result in stopped:
-            assert result.stats["finish_reason"] == "cancelled"
-            assert result.stats["output_tokens"] < 100
+            assert result.stats.finish_reason == "cancelled"
+            assert result.stats.output_tokens < 100
         assert [w.thread_budget for w in services.local.workers] == [0, 0]  # alone: all cores
         # the same two workers answered again, and they are still there
         assert sorted(w.pid for w in services.local.workers if w.alive) == sorted(pids)
@@ -152,7 +152,7 @@ def test_without_room_for_another_worker_the_second_waits_queued_then_answers(se
     assert recs[i].queued[0] == Queued(waiting=True, reason=pool.QUEUE_REASON)
     assert recs[i].queued[-1] == Queued(waiting=False)
     assert recs[i].texts[0] > recs[1 - i].texts[-1]  # it started after the other ended
-    assert results[i].stats["queued_ms"] > 0 and not results[1 - i].stats["queued_ms"]
+    assert results[i].stats.queued_ms > 0 and not results[1 - i].stats.queued_ms
     assert [w for w in services.local.workers if w.alive] == [services.local.worker]
 
 

@@ -43,7 +43,7 @@ def test_prestart_then_load_then_the_first_reply_pays_neither(services) -> None:
     result = asyncio.run(scenario())
     assert result.status == "complete" and result.text.strip()
     # neither a worker start nor a model load in the first reply's stats
-    assert not result.stats["worker_start_ms"] and not result.stats["load_ms"]
+    assert not result.stats.worker_start_ms and not result.stats.load_ms
 
 
 def test_loading_a_bad_file_says_what_is_wrong_and_leaves_nothing_loaded(

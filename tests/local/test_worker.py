@@ -54,7 +54,7 @@ def test_sigkill_mid_reply_keeps_text_and_next_message_reloads(services) -> None
     # The next message starts a fresh worker and works.
     again = asyncio.run(services.chat.run(services.chat.begin(conv.id, agent, "Hello?")))
     assert again.status == "complete" and again.text.strip()
-    assert again.stats["load_ms"] is not None  # it had to reload
+    assert again.stats.load_ms is not None  # it had to reload
 
 
 def test_stop_during_long_prefill_cancels_without_killing_the_worker(services) -> None:

@@ -220,7 +220,7 @@ def test_summary_is_sorted_by_calls_then_name_and_has_every_key(stats) -> None:
 
 
 def test_tool_calls_and_their_time_are_summed_per_agent(stats) -> None:
-    """Rows as an agentic turn stores them (chat/turn_calls.call_row): the call that asked for
+    """Rows as an agentic turn stores them (chat/turn_calls.call_stats): the call that asked for
     tools ends "tool_calls" with their count and run time; the answering call has neither."""
     stats.record(
         _call("Tooly", finish_reason="tool_calls", call_index=1, tool_calls=2, tool_ms=80.0)

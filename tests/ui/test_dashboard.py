@@ -168,7 +168,7 @@ def test_tool_columns_show_only_when_an_agent_used_tools(
     qtbot: Any, services: Any, make_window: Any
 ) -> None:
     """Rows as an agentic turn stores them: the call that asked for tools ends "tool_calls"
-    with their count and run time (chat/turn_calls.call_row), the answering call without."""
+    with their count and run time (chat/turn_calls.call_stats), the answering call without."""
     _three_agents(services)
     window = make_window(services)
     page = _open_page(window, qtbot)

@@ -192,7 +192,8 @@ class CompareColumn(QFrame):
         """The last reply's stats row (None while streaming, or for a reply without one)."""
         turn = self.last_turn
         if turn is not None:
-            return turn.stats if turn.status != "error" else None
+            stats = turn.stats if turn.status != "error" else None
+            return stats.as_row() if stats is not None else None  # as stored rows are
         reply = self.last_reply()
         if reply is None or reply.status == "error":
             return None
@@ -274,7 +275,8 @@ class CompareColumn(QFrame):
             why = turn.error.user_message if turn.error is not None else "failed"
             self.figures.setText(f"failed: {why}")
         else:
-            self._show_stats(turn.stats, stopped=turn.status == "cancelled")
+            stats = turn.stats.as_row() if turn.stats is not None else None
+            self._show_stats(stats, stopped=turn.status == "cancelled")
         self.finished.emit()
 
     def _show_last_stats(self) -> None:

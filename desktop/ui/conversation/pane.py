@@ -342,9 +342,12 @@ class ConversationPane(QWidget):
     def _on_turn_finished(self, turn: Turn) -> None:
         message = final_message(turn)
         if message is not None:
-            self.transcript.update_message(self._shown(message), turn.stats)
+            # the transcript shows stored rows too: a record goes in as its row
+            stats = turn.stats.as_row() if turn.stats is not None else None
+            self.transcript.update_message(self._shown(message), stats)
         if turn.steps:
-            self.transcript.set_tool_calls(turn.assistant_message_id, turn.calls, turn.steps)
+            calls = [call.as_row() for call in turn.calls]
+            self.transcript.set_tool_calls(turn.assistant_message_id, calls, turn.steps)
 
     def _on_tool_decided(self, step_id: int, decision: str) -> None:
         """An approval answered: the focus goes back to the composer (its buttons go)."""

@@ -484,7 +484,7 @@ def final_message(turn: Turn) -> Message | None:
 
 def summary(turn: Turn) -> str:
     """The status line after a turn: its stats, or why it failed or stopped."""
-    stats = format_stats(turn.stats)
+    stats = format_stats(turn.stats.as_row() if turn.stats is not None else None)
     if turn.status == "error":
         message = turn.error.user_message if turn.error else "failed"
         return f"{turn.agent.name} · failed: {message}"
