@@ -212,3 +212,146 @@ def test_every_ui_package_says_what_it_owns() -> None:
     for init in sorted((DESKTOP / "ui").glob("*/__init__.py")):
         doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
         assert doc and len(doc) > 40, f"{init} has no docstring saying what the package owns"
+
+
+# The pages that act (ui/models, agents, settings, shell) reach the core through chat/'s
+# services (``Services`` and the Qt-free modules beside it). What they may import from below
+# chat/ is a thin read model: a data type, a constant, a pure function of words or numbers, or
+# the type of an object ``Services`` hands them. Module -> the names, and why; a new name (an
+# operation: a scan, a probe, a download, the keyring) fails here until it goes through chat/.
+UI_SERVICE_CLIENTS = ("models", "agents", "settings", "shell")
+UI_READ_MODELS: dict[str, tuple[frozenset[str], str]] = {
+    "desktop.store.agents": (
+        frozenset({"Agent", "KV_TYPES"}),
+        "the agent record the editor fills and the lists show, its KV cache types: data",
+    ),
+    "desktop.store.tools": (
+        frozenset({"ALL_TOOLS", "DEFAULT_TIMEOUT_S", "McpServer", "ToolGrant"}),
+        "MCP server and grant records, the all-tools marker, the default timeout: data",
+    ),
+    "desktop.store.watch": (
+        frozenset({"ChangeWatch"}),
+        "one pragma read on the GUI thread's connection: did another door commit? (a read model)",
+    ),
+    "desktop.local.catalog": (
+        frozenset({"InfoCache", "ModelEntry", "ModelFileError", "ModelInfo"}),
+        "a library row, a header's facts, a file's error: data; InfoCache: services.local's type",
+    ),
+    "desktop.local.context_size": (
+        frozenset({"CONTEXT_STEPS", "RAM_SHARE"}),
+        "the automatic context's steps and RAM share, named in Settings' note: constants",
+    ),
+    "desktop.local.gpu": (
+        frozenset({"GpuSupport"}),
+        "a llama.cpp build and its devices, as the probe found them (chat/ probes): data",
+    ),
+    "desktop.local.gpu_text": (
+        frozenset({"backend_text"}),
+        "a build and its devices in words: a pure function",
+    ),
+    "desktop.local.memory": (
+        frozenset({"MemoryEstimate", "format_bytes"}),
+        "an estimate's figures and bytes in words: data and a pure function",
+    ),
+    "desktop.local.placement": (
+        frozenset({"LoadReport", "buffers_text"}),
+        "where a loaded model runs (LocalRuntime.placement_of) and its buffers in words",
+    ),
+    "desktop.local.prompt_cache": (
+        frozenset({"CacheSizes", "PREF_PROMPT_CACHE_MB", "PREF_SAVED_STATES_MB"}),
+        "the cache sizes LocalRuntime reports, the budgets' preference keys: data",
+    ),
+    "desktop.local.starter": (
+        frozenset({"STARTER_AGENT_NAME", "resolve_model_path"}),
+        "the starter's name; an agent's model_path ('starter:' or a path) as a path, unread",
+    ),
+    "desktop.hub.client": (
+        frozenset({"HubAuthError", "HubClient", "RepoSummary"}),
+        "a search result, the hub's token refusal: data; HubClient: services.hub.client()'s type",
+    ),
+    "desktop.hub.downloads": (
+        frozenset({"DownloadHandle", "DownloadProgress", "PendingDownload"}),
+        "a download's progress, an unfinished one: data; the handle services.hub.downloads gives",
+    ),
+    "desktop.hub.files": (
+        frozenset({"Fit", "GgufModel", "fit_of", "info_for"}),
+        "a repository's model and its fit mark from sizes and headers already read: pure",
+    ),
+    "desktop.llm.connection": (
+        frozenset({"ConnectionReport"}),
+        "what Test connection found (chat/endpoint_probe.py asks): data",
+    ),
+    "desktop.llm.presets": (
+        frozenset({"Preset", "preset"}),
+        "the endpoint presets the editor offers: data",
+    ),
+    "desktop.settings.paths": (
+        frozenset({"AppPaths"}),
+        "where the app's files live, from the environment (nothing is read): data",
+    ),
+    "desktop.settings.prefs": (
+        frozenset(
+            {
+                "PREF_NEW_LOCAL_MAX_TOKENS",
+                "PREF_NEW_LOCAL_N_CTX",
+                "PREF_TEXT_SIZE",
+                "PREF_THEME",
+                "Preferences",
+                "TEXT_SIZES",
+                "new_local_max_tokens",
+                "new_local_n_ctx",
+                "text_size_choice",
+                "theme_choice",
+            }
+        ),
+        "preference keys and their readers; Preferences: the type of services.prefs",
+    ),
+    "desktop.settings.secrets": (
+        frozenset({"SecretStore", "SecretsUnavailable", "redact"}),
+        "services.secrets' type, its error, known secrets blanked from a text (pure)",
+    ),
+    "desktop.tools.config": (
+        frozenset({"McpConfig", "validate_server"}),
+        "services.tools.manager.config's type; a server's field checks (pure)",
+    ),
+    "desktop.tools.results": (
+        frozenset({"ServerState", "ToolInfo"}),
+        "a server's state and a tool's name and description: data",
+    ),
+}
+
+
+def test_ui_pages_reach_the_core_through_chat_services() -> None:
+    below_chat = {"store", "local", "hub", "settings", "tools", "llm"}
+    used: set[tuple[str, str]] = set()
+    wrong = []
+    for package in UI_SERVICE_CLIENTS:
+        for path in sorted((DESKTOP / "ui" / package).rglob("*.py")):
+            module = ".".join(path.relative_to(DESKTOP.parent).with_suffix("").parts)
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Import):
+                    wrong += [
+                        f"{module} imports {a.name}"
+                        for a in node.names
+                        if a.name.startswith("desktop.") and a.name.split(".")[1] in below_chat
+                    ]
+                elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("desktop"):
+                    parts = (node.module or "").split(".")
+                    if parts == ["desktop"]:  # from desktop import store
+                        wrong += [
+                            f"{module} imports desktop.{a.name}"
+                            for a in node.names
+                            if a.name in below_chat
+                        ]
+                        continue
+                    if parts[1] not in below_chat:
+                        continue
+                    allowed = UI_READ_MODELS.get(node.module or "", (frozenset(), ""))[0]
+                    for a in node.names:
+                        if a.name in allowed:
+                            used.add((node.module or "", a.name))
+                        else:
+                            wrong.append(f"{module} imports {node.module}.{a.name}")
+    assert wrong == [], "call a chat/ service, or list a thin read model in UI_READ_MODELS"
+    listed = {(m, name) for m, (names, _why) in UI_READ_MODELS.items() for name in names}
+    assert listed - used == set(), "nothing imports these any more: take them off UI_READ_MODELS"

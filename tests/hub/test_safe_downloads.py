@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from desktop.chat.hub_browse import list_models
 from desktop.errors import UserError
 from desktop.hub.client import HubClient, RepoFile
 from desktop.hub.downloads import MANIFEST_NAME, Downloader, download_file
@@ -22,7 +23,6 @@ from desktop.hub.files import GgufModel, group_gguf
 from desktop.hub.names import MAX_REPO_FOLDERS, check_repo_id, check_repo_path
 from desktop.local.catalog import _gguf_files
 from desktop.local.starter import STARTER_FILE
-from desktop.ui.models.hub_work import list_models
 from tests.helpers.fake_hub import (
     GATED_REPO,
     GGUF_REPO,

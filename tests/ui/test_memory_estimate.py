@@ -128,6 +128,7 @@ def test_the_build_is_asked_off_the_gui_thread_with_its_devices(qtbot, qloop) ->
     qtbot.addWidget(view)
     with qtbot.waitSignal(view.estimate_changed, timeout=10_000):
         view.update_for(STARTER_REF, "2048", "f16", "0")
-    assert view._gpu is not None and view._gpu.devices  # listed, not detect(False)
-    if not view._gpu.gpu_offload:
+    gpu = view.estimator.gpu
+    assert gpu is not None and gpu.devices  # listed, not detect(False)
+    if not gpu.gpu_offload:
         assert view.gpu_label.isHidden()

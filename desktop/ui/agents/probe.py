@@ -1,9 +1,9 @@
 """The agent editor's probes: "Fetch models" (fills the model box) and "Test connection".
 
 Both run as coroutines on the qasync loop, with a throwaway provider built from the fields as
-they are now (saved or not) by the same factory a turn uses
-(``desktop.chat.providers.build_provider``). The saved key goes along only where the endpoint
-section (``desktop.ui.agents.endpoint``) says it may follow the URL as typed.
+they are now (saved or not) by the same factory a turn uses (``desktop.chat.endpoint_probe``).
+The saved key goes along only where the endpoint section (``desktop.ui.agents.endpoint``) says
+it may follow the URL as typed; it is read from the keyring off the GUI thread.
 """
 
 from __future__ import annotations
@@ -26,11 +26,10 @@ from PySide6.QtWidgets import (
 
 from desktop.chat.agent_rules import host_of
 from desktop.chat.agents import AgentService
+from desktop.chat.endpoint_probe import check_endpoint, endpoint_models
 from desktop.chat.kinds import ProviderKind, kind_label
-from desktop.chat.providers import build_provider
 from desktop.errors import UserError
-from desktop.llm.connection import ConnectionReport, test_connection
-from desktop.llm.provider import Provider
+from desktop.llm.connection import ConnectionReport
 from desktop.store.agents import Agent
 from desktop.ui.agents.endpoint import EndpointSection
 from desktop.ui.agents.form import FieldForm, WrapLabel, row, say, shown_text
@@ -158,11 +157,13 @@ class EndpointProbe(QObject):
             saved_key_agent=endpoint.saved_key_endpoint() if follows else None,
         )
 
-    async def _provider_for(self, spec: EndpointFields) -> Provider:
+    async def _key_for(self, spec: EndpointFields) -> str | None:
+        """The key typed, else the saved one where it may follow (the keyring: off the GUI
+        thread)."""
         key = spec.typed_key
         if key is None and spec.saved_key_agent is not None:
             key = await run_blocking(self._agents.api_key, spec.saved_key_agent)
-        return build_provider(spec.agent, key, label=spec.label)
+        return key
 
     def fetch_models(self) -> asyncio.Task[tuple[str, ...] | None] | None:
         """Start listing the endpoint's models (slot of "Fetch models"); returns the task."""
@@ -182,11 +183,8 @@ class EndpointProbe(QObject):
         say(self.models_status, f"Loading models from {spec.host}…", "muted")
         result: tuple[str, ...] | None = None
         try:
-            provider = await self._provider_for(spec)
-            try:
-                result = tuple(await provider.list_models())
-            finally:
-                await provider.aclose()
+            key = await self._key_for(spec)
+            result = await endpoint_models(spec.agent, key, spec.label)
         except UserError as exc:  # a ValidationError's text joins its field messages
             say(self.models_status, exc.user_message, "error")
         else:
@@ -227,11 +225,8 @@ class EndpointProbe(QObject):
         say(self.test_result, f"Testing {spec.host}…", "muted")
         report: ConnectionReport | None = None
         try:
-            provider = await self._provider_for(spec)
-            try:
-                report = await test_connection(provider, label=spec.label)
-            finally:
-                await provider.aclose()
+            key = await self._key_for(spec)
+            report = await check_endpoint(spec.agent, key, spec.label)
         except UserError as exc:  # unusable settings, or the keyring could not be read
             say(self.test_result, exc.user_message, "error")
         finally:

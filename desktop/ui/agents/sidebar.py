@@ -18,8 +18,8 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.chat import agent_status
+from desktop.chat.model_library import ModelLibrary
 from desktop.chat.services import Services
-from desktop.local.catalog import ModelCatalog
 from desktop.store.agents import Agent
 from desktop.ui.agents.editor import AgentEditorDialog, attach_memory_estimate
 from desktop.ui.agents.local import attach_model_picker
@@ -200,10 +200,7 @@ class AgentSidebar(QWidget):
             tools=getattr(self.services, "tools", None),
         )
         attach_memory_estimate(dialog, MemoryEstimateView(cache=self.services.local.model_info))
-        services = self.services
-        attach_model_picker(
-            dialog, ModelCatalog(services.paths, services.prefs, services.local.model_info).entries
-        )
+        attach_model_picker(dialog, ModelLibrary.of(self.services).entries)
         return dialog
 
     def new_agent(self) -> None:

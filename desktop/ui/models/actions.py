@@ -1,16 +1,18 @@
 """What the Models page does with the selected file: New agent from this model, Load, Unload,
 Open folder, Delete… (buttons, and the same actions in the table's context menu).
 
-- New agent opens the agent editor filled in (``models_facts.new_agent_for``: the automatic
+- New agent opens the agent editor filled in (``model_library.new_agent_for``: the automatic
   context for the RAM available now, every layer on the GPU when the estimate fits the free
   GPU memory); the person saves it.
 - Load asks ``services.local`` for one token with the first using agent's load parameters (or
   the new-agent defaults), so the model is in memory when the next chat starts; the State
   column follows the runtime, and a load that had to put fewer layers on the GPU than asked
   (out of GPU memory) says so in the message. Unload frees the workers that hold this file.
-- Delete is offered only for a file the app downloaded (``services.hub.downloads.manifest``),
-  never for the starter or a file in a linked folder; it asks first, naming the file, its size
-  and the agents using it.
+- Delete is offered only for a file the app downloaded (``ModelLibrary.is_downloaded``: the
+  hub's manifest), never for the starter or a file in a linked folder; it asks first, naming
+  the file, its size and the agents using it.
+
+The library, its rules and the memory probes are ``desktop.chat.model_library``'s.
 """
 
 from __future__ import annotations
@@ -25,44 +27,27 @@ from PySide6.QtCore import QObject, QUrl, Signal
 from PySide6.QtGui import QAction, QDesktopServices
 from PySide6.QtWidgets import QMenu, QPushButton, QWidget
 
+from desktop.chat.model_library import (
+    ModelLibrary,
+    agents_using,
+    available_ram,
+    gpu_memory,
+    load_params_for_file,
+    model_files,
+    new_agent_for,
+    size_on_disk,
+)
 from desktop.chat.services import Services
 from desktop.errors import UserError
-from desktop.local.catalog import ModelCatalog, ModelEntry
-from desktop.local.context_size import available_ram
+from desktop.local.catalog import ModelEntry
 from desktop.local.memory import format_bytes
 from desktop.ui.agents.editor import AgentEditorDialog
 from desktop.ui.agents.local import attach_memory_estimate, attach_model_picker
 from desktop.ui.agents.memory_estimate import MemoryEstimateView
 from desktop.ui.kit.async_door import run_blocking, start
 from desktop.ui.kit.widgets import confirm
-from desktop.ui.models.facts import (
-    agents_using,
-    load_params_for_file,
-    model_files,
-    new_agent_for,
-    size_on_disk,
-)
 
 log = logging.getLogger("simi.ui.models")
-
-
-def _gpu_memory() -> tuple[bool, int | None]:
-    from desktop.local.pool import gpu_memory
-
-    return gpu_memory()
-
-
-def downloaded(services: Services, path: str) -> bool:
-    """Whether the app downloaded ``path`` (only those may be deleted from the app)."""
-    hub = getattr(services, "hub", None)
-    manifest = getattr(getattr(hub, "downloads", None), "manifest", None)
-    if manifest is None:
-        return False
-    try:
-        return bool(manifest.is_downloaded(path))
-    except Exception:  # a manifest that cannot be read offers nothing to delete
-        log.warning("cannot read the downloads manifest", exc_info=True)
-        return False
 
 
 class ModelActions(QObject):
@@ -82,10 +67,12 @@ class ModelActions(QObject):
         parent: QWidget,
         selected: Callable[[], ModelEntry | None],
         ram: Callable[[], int | None] = available_ram,
-        gpu: Callable[[], tuple[bool, int | None]] = _gpu_memory,
+        gpu: Callable[[], tuple[bool, int | None]] = gpu_memory,
+        library: ModelLibrary | None = None,
     ) -> None:
         super().__init__(parent)
         self._services = services
+        self._library = library or ModelLibrary.of(services)
         self._parent = parent
         self._selected = selected
         self._ram = ram
@@ -192,8 +179,7 @@ class ModelActions(QObject):
         )
         dialog.setWindowTitle("New agent")
         attach_memory_estimate(dialog, MemoryEstimateView(cache=services.local.model_info))
-        catalog = ModelCatalog(services.paths, services.prefs, cache=services.local.model_info)
-        attach_model_picker(dialog, catalog.entries)
+        attach_model_picker(dialog, self._library.entries)
         self.editor = dialog
 
         def finished(ok: bool) -> None:
@@ -256,7 +242,7 @@ class ModelActions(QObject):
         entry = self._selected()
         if entry is None or entry.starter or self.busy:
             return None
-        if not downloaded(self._services, entry.path):
+        if not self._library.is_downloaded(entry.path):
             self.said.emit(f"{Path(entry.path).name} was not downloaded by the app; it stays.")
             return None
         users = [a.name for a in agents_using(entry.path, self._services.agents.list())]
@@ -274,7 +260,7 @@ class ModelActions(QObject):
         size = await run_blocking(size_on_disk, path)
         await unload_file(self._services.local, path)
         try:
-            removed = await run_blocking(self._services.hub.downloads.delete, path)
+            removed = await run_blocking(self._library.delete, path)
         except (UserError, OSError) as exc:
             self.said.emit(getattr(exc, "user_message", None) or f"Not deleted: {exc}")
             return

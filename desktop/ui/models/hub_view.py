@@ -7,11 +7,11 @@ search or selection supersedes an older one still on its way. Errors are shown i
 with their finished text and Retry; a gated or private repository opens the access-token
 panel (``hub_token.py``), and the failed action runs again once a token is saved.
 Fit marks come from ``desktop.hub.files.fit_of`` with this machine's RAM and its largest
-GPU's memory (``files.machine_memory``, as ``simi models files``), for the context picked
+GPU's memory (``hub_browse.machine_memory``, as ``simi models files``), for the context picked
 beside the models (4,096 by default): first from the file sizes, then from one GGUF header
-per repository scaled for the other quantizations (``reference_header``), and for the
-selected model from its own header (all read with Range requests). Downloads are
-``hub_downloads.py``'s.
+per repository scaled for the other quantizations (``hub_browse.reference_header``), and for
+the selected model from its own header (all read with Range requests). The blocking work is
+``desktop.chat.hub_browse``'s; downloads are ``hub_downloads.py``'s.
 
 Closing the window pauses every running download (the view watches its window's Close event;
 ``pause_all()`` does the same for a caller): the parts stay, listed as paused with Resume at
@@ -42,16 +42,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.chat.hub_browse import header_info, list_models, machine_memory, reference_header
 from desktop.chat.services import Services
 from desktop.errors import UserError
-from desktop.hub.client import HubAuthError, HubClient, RepoSummary, hub_endpoint
-from desktop.hub.files import (
-    GgufModel,
-    fetch_header_info,
-    fit_of,
-    info_for,
-    reference_header,
-)
+from desktop.hub.client import HubAuthError, HubClient, RepoSummary
+from desktop.hub.files import GgufModel, fit_of, info_for
 from desktop.local.catalog import ModelInfo
 from desktop.ui.kit.async_door import run_blocking, start
 from desktop.ui.kit.elided_label import ElidedLabel
@@ -60,7 +55,6 @@ from desktop.ui.models.hub_format import size_text
 from desktop.ui.models.hub_parts import EmptyState, Notice
 from desktop.ui.models.hub_tables import ModelTable, RepoTable
 from desktop.ui.models.hub_token import TokenPanel
-from desktop.ui.models.hub_work import list_models, machine_memory
 
 log = logging.getLogger("simi.ui.hub")
 
@@ -186,7 +180,8 @@ class HubView(QWidget):
         self.downloads.set_rows_shown(1 if self.height() < 520 else 2)
 
     def host(self) -> str:
-        return urlparse(hub_endpoint()).netloc or hub_endpoint()
+        endpoint = self.services.hub.endpoint
+        return urlparse(endpoint).netloc or endpoint
 
     # building --------------------------------------------------------------------------------
     def _models_pane(self) -> QWidget:
@@ -391,7 +386,7 @@ class HubView(QWidget):
         """The selected model's fit from its GGUF header (None when it cannot be read)."""
         try:
             client = await self.client()
-            info = await run_blocking(fetch_header_info, client, repo.id, model)
+            info = await run_blocking(header_info, client, repo.id, model)
         except UserError as exc:
             log.info("no header for %s/%s: %s", repo.id, model.name, exc)
             info = None

@@ -28,9 +28,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.chat.model_library import size_on_disk
 from desktop.local.catalog import ModelEntry
 from desktop.local.memory import format_bytes
-from desktop.ui.models.facts import STATE_WORDS, size_on_disk
+from desktop.ui.models.facts import STATE_WORDS
 
 COLUMNS = ("Model", "Quantization", "Size", "Context", "Used by", "State")
 COLUMN_TIPS = {

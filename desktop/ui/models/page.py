@@ -2,15 +2,15 @@
 Face Hub, ``desktop.ui.models.hub_view.HubView``; a finished download refreshes the library and
 selects the new file).
 
-"On this computer" is built on ``desktop.local.catalog.ModelCatalog`` (Qt-free): the table
-(``models_library.LibraryTable``), the selected file's header facts, the actions
+"On this computer" is built on ``desktop.chat.model_library.ModelLibrary`` (Qt-free): the
+table (``models_library.LibraryTable``), the selected file's header facts, the actions
 (``models_actions.ModelActions``: new agent, load / unload, open folder, delete a download),
-the linked folders and the disk they take. Scans run off the GUI thread (``run_blocking``);
-the header of each file is read once per path + mtime, and the llama.cpp build's devices are
-listed again (their free memory changes). The backend line names each GPU with its memory
-(``desktop.local.gpu_text``); the details of a loaded model say where it runs and the
-buffers llama.cpp allocated per device (``LocalRuntime.placement_of``), updated as models
-load and unload. The whole tab scrolls when the window is too small for it.
+the linked folders and the disk they take. Scans (``ModelLibrary.scan``) run off the GUI
+thread (``run_blocking``); the header of each file is read once per path + mtime, and the
+llama.cpp build's devices are listed again (their free memory changes). The backend line names
+each GPU with its memory (``desktop.local.gpu_text``); the details of a loaded model say where
+it runs and the buffers llama.cpp allocated per device (``LocalRuntime.placement_of``), updated
+as models load and unload. The whole tab scrolls when the window is too small for it.
 """
 
 from __future__ import annotations
@@ -34,15 +34,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.chat.model_library import DiskUse, LibraryScan, ModelLibrary, gpu_support, used_by
 from desktop.chat.services import Services
 from desktop.errors import UserError
-from desktop.local.catalog import ModelCatalog, ModelEntry
-from desktop.local.gpu import GpuSupport, detect
+from desktop.local.catalog import ModelEntry
+from desktop.local.gpu import GpuSupport
 from desktop.local.gpu_text import backend_text
 from desktop.ui.kit.async_door import run_blocking, start
 from desktop.ui.kit.widgets import FlowLayout, plain, vbox
-from desktop.ui.models.actions import ModelActions, downloaded
-from desktop.ui.models.facts import DiskUse, detail_facts, disk_use, used_by
+from desktop.ui.models.actions import ModelActions
+from desktop.ui.models.facts import detail_facts
 from desktop.ui.models.library import COLUMNS, ERROR_COLUMN, PATH_ROLE, LibraryTable
 
 __all__ = ["COLUMNS", "ERROR_COLUMN", "ModelsPage"]
@@ -75,11 +76,11 @@ class ModelsPage(QTabWidget):
         self.setObjectName("ModelsPage")
         self.setDocumentMode(True)
         self._services = services
-        self.catalog = ModelCatalog(services.paths, services.prefs, cache=services.local.model_info)
+        self.catalog = ModelLibrary.of(services)
         self.entries: list[ModelEntry] = []
         self.gpu: GpuSupport | None = None
         # the build and its devices, asked at each scan off the GUI thread (tests pass figures)
-        self.gpu_probe: Callable[[], GpuSupport] = detect
+        self.gpu_probe: Callable[[], GpuSupport] = gpu_support
         self.disk: DiskUse | None = None
         self._scan: Any = None
         self._select_after: str | None = None
@@ -123,7 +124,9 @@ class ModelsPage(QTabWidget):
         self.table.customContextMenuRequested.connect(self._context_menu)
         layout.addWidget(self.table, 1)
 
-        self.model_actions = ModelActions(self._services, self, self.selected_entry)
+        self.model_actions = ModelActions(
+            self._services, self, self.selected_entry, library=self.catalog
+        )
         self.model_actions.said.connect(self._say)
         self.model_actions.deleted.connect(lambda _p: self.refresh())
         self.model_actions.agent_created.connect(self._agent_created)
@@ -186,7 +189,7 @@ class ModelsPage(QTabWidget):
         try:
             asyncio.get_running_loop()
         except RuntimeError:  # no running loop (a plain script): scan here
-            self._apply(*self._scan_now())
+            self._apply(self._scan_now())
             return
         self._scan = start(self._refresh(), name="models-page-scan")
 
@@ -247,22 +250,17 @@ class ModelsPage(QTabWidget):
         self.refresh()
         return True
 
-    def _scan_now(self) -> tuple[list[ModelEntry], GpuSupport, DiskUse, set[str]]:
+    def _scan_now(self) -> LibraryScan:
         """Blocking: the entries, the llama.cpp build, the disk use, the downloaded files."""
-        entries = self.catalog.entries()
-        gpu = self.gpu_probe()
-        disk = disk_use(entries, self.catalog.folders(), self.catalog.models_dir)
-        mine = {e.path for e in entries if not e.starter and downloaded(self._services, e.path)}
-        return entries, gpu, disk, mine
+        return self.catalog.scan(self.gpu_probe)
 
     async def _refresh(self) -> None:
-        self._apply(*(await run_blocking(self._scan_now)))
+        self._apply(await run_blocking(self._scan_now))
 
-    def _apply(
-        self, entries: list[ModelEntry], gpu: GpuSupport, disk: DiskUse, mine: set[str]
-    ) -> None:
+    def _apply(self, scan: LibraryScan) -> None:
+        entries, gpu, disk = scan.entries, scan.gpu, scan.disk
         self.entries, self.gpu, self.disk = entries, gpu, disk
-        self.model_actions.downloaded_paths = mine
+        self.model_actions.downloaded_paths = scan.downloaded
         self.backend_label.setText(backend_text(gpu))
         self.disk_label.setText(f"Disk use: {disk.line}")
         users = used_by(entries, self._services.agents.list())

@@ -173,11 +173,13 @@ class SettingsDialog(QDialog):
 
     @classmethod
     def for_services(cls, services: Services, parent: QWidget | None = None) -> SettingsDialog:
-        """The window's Settings: its preferences, prices, local runtime, MCP servers."""
+        """The window's Settings: its preferences, prices, app folder, local runtime, MCP
+        servers."""
         return cls(
             services.prefs,
             parent,
             prices=services.chat.prices,
+            paths=services.paths,
             local=services.local,
             tools=services.tools,
             agents=services.agents,

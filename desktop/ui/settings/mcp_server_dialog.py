@@ -5,16 +5,16 @@ working folder and environment rows (name, value, secret). A secret value goes t
 and is never shown back: an existing one reads "stored in the keyring" and is replaced only
 when something is typed over it. http: the URL and an optional bearer key (a password field,
 kept in the keyring). Field errors (``McpConfig``'s ``ValidationError``) appear under their
-field and nothing typed is lost. The keyring is written off the GUI thread
-(``async_door.run_blocking``); a renamed server is not supported by the store (its keyring
-entries are named after it), so the name is fixed once saved.
+field and nothing typed is lost. Saving (``desktop.chat.mcp_servers.store_server``: the
+keyring, then the record) runs off the GUI thread (``async_door.run_blocking``); a renamed
+server is not supported by the store (its keyring entries are named after it), so the name is
+fixed once saved.
 """
 
 from __future__ import annotations
 
 import asyncio
 import shlex
-from dataclasses import dataclass
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
@@ -32,8 +32,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.chat.mcp_servers import ServerChanges, store_server
 from desktop.errors import UserError, ValidationError
-from desktop.store.tools import DEFAULT_TIMEOUT_S, McpServer, bearer_key_ref, secret_key_ref
+from desktop.store.tools import DEFAULT_TIMEOUT_S, McpServer
 from desktop.tools.config import McpConfig, validate_server
 from desktop.ui.agents.form import FieldForm, WrapLabel, column, line, row, say
 from desktop.ui.kit.async_door import run_blocking, start
@@ -41,17 +42,6 @@ from desktop.ui.kit.widgets import plain
 
 TRANSPORTS = (("stdio", "Command (stdio)"), ("http", "URL (streamable HTTP)"))
 STORED = "stored in the keyring — type to replace"
-
-
-@dataclass
-class Changes:
-    """What Save writes: the record, secret values typed (name → value), secret names no
-    longer used (their keyring entries go) and a typed bearer key."""
-
-    server: McpServer
-    secrets: dict[str, str]
-    dropped: list[str]
-    bearer: str | None
 
 
 class EnvRow(QWidget):
@@ -231,7 +221,7 @@ class McpServerDialog(QDialog):
             self.cwd.setText(path)
 
     # collecting -------------------------------------------------------------------------------
-    def collect(self) -> Changes:
+    def collect(self) -> ServerChanges:
         """The server the fields describe; ``ValidationError`` for what does not parse."""
         stdio = self.transport.currentData() == "stdio"
         try:
@@ -274,7 +264,7 @@ class McpServerDialog(QDialog):
         )
         validate_server(server)
         dropped = [v for v in (old.secret_env if old else ()) if v not in secret_names]
-        return Changes(server, secrets, dropped, bearer or None)
+        return ServerChanges(server, secrets, dropped, bearer or None)
 
     def _stored_secret(self, var: str) -> bool:
         return self._original is not None and var in self._original.secret_env
@@ -308,12 +298,12 @@ class McpServerDialog(QDialog):
         self._task = start(self._save(changes), name="server dialog: save")
         return self._task
 
-    async def _save(self, changes: Changes) -> bool:
+    async def _save(self, changes: ServerChanges) -> bool:
         self.save_button.setEnabled(False)
         say(self.status, "Saving…", "muted")
         saved: McpServer | None = None
         try:
-            saved = await run_blocking(self._store, changes)
+            saved = await run_blocking(store_server, self._config, self._original, changes)
         except ValidationError as exc:
             self.show_errors(exc.fields)
         except UserError as exc:
@@ -329,22 +319,6 @@ class McpServerDialog(QDialog):
         self.accept()
         self.save_finished.emit(True)
         return True
-
-    def _store(self, changes: Changes) -> McpServer:
-        """On a worker thread: the keyring first, then the record."""
-        config, server = self._config, changes.server
-        if self._original is None:
-            return config.add(server, changes.secrets, changes.bearer)
-        for var, value in changes.secrets.items():
-            config.secrets.set(secret_key_ref(server.name, var), value)
-        if changes.bearer:
-            config.secrets.set(bearer_key_ref(server.name), changes.bearer)
-        saved = config.update(server)
-        for var in changes.dropped:
-            config.secrets.delete(secret_key_ref(server.name, var))
-        if self._original.bearer and not saved.bearer:
-            config.secrets.delete(bearer_key_ref(server.name))
-        return saved
 
     def reject(self) -> None:
         if not self.saving:

@@ -1,7 +1,8 @@
 """Export a conversation to Markdown or JSON, import from JSON: the dialogs here; building the
 export, writing it, and reading and storing an import run on a worker thread (a big
 conversation or a slow disk never stalls the window; the worker has its own connection, so the
-import's one transaction never takes in a streaming reply's writes)."""
+import's one transaction never takes in a streaming reply's writes). Where the dialogs start
+and what they remember are ``desktop.chat.file_places``'s."""
 
 from __future__ import annotations
 
@@ -10,14 +11,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from desktop.chat import file_places
 from desktop.chat.export import ExportError, dumps, import_conversations, to_json, to_markdown
 from desktop.chat.services import Services
-from desktop.settings.places import (
-    clean_file_name,
-    in_start_folder,
-    remember_folder,
-    start_folder,
-)
 from desktop.ui.kit.async_door import run_blocking, start
 
 
@@ -35,7 +31,7 @@ def _read_json(path: str) -> object:
 def proposed_path(services: Services, suggested: str) -> str:
     """Where a save dialog opens for ``suggested``: a bare file name goes into the folder used
     last, else Documents (the Stats page's CSV export too)."""
-    return in_start_folder(services.prefs, suggested)
+    return file_places.proposed_path(services.prefs, suggested)
 
 
 def export_conversation(
@@ -54,12 +50,11 @@ def export_conversation(
     if conv is None:
         say("Open a conversation to export it.")
         return None
-    suffix, filters = (".md", "Markdown (*.md)") if fmt == "md" else (".json", "JSON (*.json)")
-    suggested = start_folder(services.prefs) / clean_file_name(conv.title, suffix)
-    path = ask_save_path("Export conversation", str(suggested), filters)
+    suggested, filters = file_places.export_suggestion(services.prefs, conv.title, fmt)
+    path = ask_save_path("Export conversation", suggested, filters)
     if not path:
         return None
-    remember_folder(services.prefs, path)
+    file_places.remember(services.prefs, path)
     title = conv.title
 
     async def write() -> None:
@@ -92,11 +87,11 @@ def import_conversation(
     the folder used last (else Documents), which is then remembered; ``opened`` shows the
     imported conversation (the first, for a file of several). Reading and storing run on a
     worker thread, all or nothing: a file that fails part-way leaves no conversation."""
-    folder = str(start_folder(services.prefs))
-    path = ask_open_path("Import conversation", "SIMI Multi JSON (*.json)", folder)
+    folder = file_places.import_folder(services.prefs)
+    path = ask_open_path("Import conversation", file_places.IMPORT_FILTERS, folder)
     if not path:
         return None
-    remember_folder(services.prefs, path)
+    file_places.remember(services.prefs, path)
 
     async def read() -> None:
         try:
