@@ -214,16 +214,40 @@ def test_every_ui_package_says_what_it_owns() -> None:
         assert doc and len(doc) > 40, f"{init} has no docstring saying what the package owns"
 
 
-# The pages that act (ui/models, agents, settings, shell) reach the core through chat/'s
-# services (``Services`` and the Qt-free modules beside it). What they may import from below
+# Every ui/ package reaches the core through chat/'s services (``Services`` and the Qt-free
+# modules beside it). What they may import from below
 # chat/ is a thin read model: a data type, a constant, a pure function of words or numbers, or
 # the type of an object ``Services`` hands them. Module -> the names, and why; a new name (an
 # operation: a scan, a probe, a download, the keyring) fails here until it goes through chat/.
-UI_SERVICE_CLIENTS = ("models", "agents", "settings", "shell")
+UI_SERVICE_CLIENTS = tuple(name for names in UI_ORDER for name in names)
 UI_READ_MODELS: dict[str, tuple[frozenset[str], str]] = {
     "desktop.store.agents": (
         frozenset({"Agent", "KV_TYPES"}),
         "the agent record the editor fills and the lists show, its KV cache types: data",
+    ),
+    "desktop.store.conversations": (
+        frozenset({"Conversation", "Message", "Versions"}),
+        "a conversation, a message and its versions, as the presenter was handed them: data",
+    ),
+    "desktop.store.tool_steps": (
+        frozenset({"ToolStep"}),
+        "one tool call of a reply (its card): data",
+    ),
+    "desktop.store.stats": (
+        frozenset({"StatsFilter", "StatsStore", "rows_to_csv", "rows_to_json"}),
+        "the Stats page's filter (data), services.stats' type, rows as CSV/JSON text (pure)",
+    ),
+    "desktop.store.compare": (
+        frozenset({"CompareStore"}),
+        "the type of services.compare",
+    ),
+    "desktop.store.search": (
+        frozenset({"HIT_END", "HIT_START"}),
+        "the markers around a search hit in a snippet: constants",
+    ),
+    "desktop.llm.events": (
+        frozenset({"ReasoningDelta", "StreamEvent", "TextDelta"}),
+        "the stream events a presenter receives from ChatService.run: data",
     ),
     "desktop.store.tools": (
         frozenset({"ALL_TOOLS", "DEFAULT_TIMEOUT_S", "McpServer", "ToolGrant"}),

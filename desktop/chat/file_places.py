@@ -19,6 +19,12 @@ def export_suggestion(prefs: Preferences, title: str, fmt: str) -> tuple[str, st
     return str(start_folder(prefs) / clean_file_name(title, suffix)), filters
 
 
+def suggested_file(prefs: Preferences, title: str, suffix: str, fallback: str) -> str:
+    """``title`` as a clean file name with ``suffix`` (``fallback`` when nothing of it is
+    left), in the folder a save dialog opens."""
+    return str(start_folder(prefs) / clean_file_name(title, suffix, fallback=fallback))
+
+
 def import_folder(prefs: Preferences) -> str:
     """Where an open dialog for an import starts."""
     return str(start_folder(prefs))

@@ -295,3 +295,22 @@ def load_params_for_file(
         ),
         None,
     )
+
+
+WARM_MARGIN = 0.1  # a model warmed ahead of need must fit with a tenth to spare
+
+
+def fits_now(info: ModelInfo, params: LoadParams) -> bool:
+    """Whether the model of ``params`` fits the RAM (and, when it offloads and the free GPU
+    memory is known, the GPU memory) available now. Blocking (reads /proc, asks llama.cpp)."""
+    from desktop.local import pool
+
+    est = pool.estimate_for(info, params, gpu_offload=bool(params.n_gpu_layers))
+    ram = pool.available_ram()
+    if ram is None or est.ram > ram * (1 - WARM_MARGIN):
+        return False
+    if est.vram > 0:
+        offload, vram_free = pool.gpu_memory()
+        if offload and vram_free is not None and est.vram > vram_free * (1 - WARM_MARGIN):
+            return False
+    return True

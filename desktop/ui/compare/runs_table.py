@@ -24,9 +24,9 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.chat import prompt_runs
+from desktop.chat.file_places import suggested_file
 from desktop.chat.prompt_runs import AgentSummary
 from desktop.chat.services import Services
-from desktop.settings.places import clean_file_name, start_folder
 from desktop.store.stats import rows_to_csv
 from desktop.ui.kit.text_format import relative_time
 from desktop.ui.kit.widgets import cell_text
@@ -96,8 +96,7 @@ def export_proposal(prefs: Any, run: Any, fmt: str) -> tuple[str, str]:
     """(suggested path, dialog filters): named after the run, in the folder used last, else
     Documents (as a conversation's export)."""
     suffix, filters = (".csv", "CSV (*.csv)") if fmt == "csv" else (".json", "JSON (*.json)")
-    name = clean_file_name(f"Run {run.id} {run.title}", suffix, fallback="Prompt run")
-    return str(start_folder(prefs) / name), filters
+    return suggested_file(prefs, f"Run {run.id} {run.title}", suffix, "Prompt run"), filters
 
 
 def load_run(services: Services, run_id: int) -> tuple[Any, list[Any], list[Any]]:

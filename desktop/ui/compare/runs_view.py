@@ -36,9 +36,9 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.chat import prompt_runs
+from desktop.chat.file_places import import_folder, remember
 from desktop.chat.services import Services
 from desktop.errors import UserError
-from desktop.settings.places import remember_folder, start_folder
 from desktop.ui.compare.runs_table import (
     PROMPTS_HINT,
     RESUMABLE,
@@ -220,11 +220,11 @@ class RunsView(QWidget):
 
     def load_file(self) -> asyncio.Task[None] | None:
         """Load file…: prompts from a .txt or .jsonl file into the text box."""
-        folder = str(start_folder(self._services.prefs))
+        folder = import_folder(self._services.prefs)
         path = self._ask_open_path("Load prompts", "Prompts (*.txt *.jsonl);;All files (*)", folder)
         if not path:
             return None
-        remember_folder(self._services.prefs, path)
+        remember(self._services.prefs, path)
 
         async def read() -> None:
             try:
@@ -459,7 +459,7 @@ class RunsView(QWidget):
         path = self._ask_save_path("Export run", suggested, filters)
         if not path:
             return None
-        remember_folder(self._services.prefs, path)
+        remember(self._services.prefs, path)
         services, run_id = self._services, run.id
 
         async def write() -> None:

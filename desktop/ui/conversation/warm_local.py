@@ -15,6 +15,7 @@ from typing import Any
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication, QWidget
 
+from desktop.chat.model_library import fits_now
 from desktop.chat.services import Services
 from desktop.errors import UserError
 from desktop.ui.kit.async_door import run_blocking, start
@@ -22,27 +23,10 @@ from desktop.ui.kit.async_door import run_blocking, start
 log = logging.getLogger("simi.ui.warm")
 
 PREF_KEEP_READY = "keep_local_models_ready"
-RAM_MARGIN = 0.1  # a model must fit in the available RAM with a tenth to spare
 
 
 def keep_ready(prefs: Any) -> bool:
     return bool(prefs.get(PREF_KEEP_READY, True))
-
-
-def fits_now(info: Any, params: Any) -> bool:
-    """Whether the model of ``params`` fits the RAM (and, when it offloads and the free GPU
-    memory is known, the GPU memory) available now. Blocking (reads /proc, asks llama.cpp)."""
-    from desktop.local import pool
-
-    est = pool.estimate_for(info, params, gpu_offload=bool(params.n_gpu_layers))
-    ram = pool.available_ram()
-    if ram is None or est.ram > ram * (1 - RAM_MARGIN):
-        return False
-    if est.vram > 0:
-        offload, vram_free = pool.gpu_memory()
-        if offload and vram_free is not None and est.vram > vram_free * (1 - RAM_MARGIN):
-            return False
-    return True
 
 
 class LocalWarmer(QObject):
