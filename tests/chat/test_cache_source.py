@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from desktop.chat.call_stats import CallStats
 from desktop.chat.format import cache_text, stats_tooltip_text
 from desktop.chat.stats_clock import StatsClock
 from desktop.chat.timeline import build_timeline
 from desktop.llm.events import Finished, TextDelta, Timing, Usage
+from tests.helpers.stats_rows import clock_record as record
 from tests.helpers.timeline_rows import LOCAL_FIRST
 
 # A warm local call returning to a 3,010-token conversation after visiting another one.
@@ -46,19 +46,6 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
-
-
-def record(clock: StatsClock, finish_reason: str, error_kind: str | None = None) -> CallStats:
-    """The clock's record of a call (``StatsClock.stats``) by a test agent."""
-    return clock.stats(
-        finish_reason,
-        error_kind,
-        agent_id=None,
-        agent_name="Box",
-        provider_kind="local",
-        endpoint_host=None,
-        model_requested=None,
-    )
 
 
 def test_the_stats_row_takes_the_source_from_usage_and_the_restore_time_from_timing() -> None:

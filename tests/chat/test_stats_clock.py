@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from desktop.chat.call_stats import CallStats
 from desktop.chat.stats_clock import StatsClock, token_rate
 from desktop.llm.events import (
     Finished,
@@ -13,6 +12,7 @@ from desktop.llm.events import (
     Timing,
     Usage,
 )
+from tests.helpers.stats_rows import clock_record as record
 
 
 class FakeClock:
@@ -21,19 +21,6 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
-
-
-def record(clock: StatsClock, finish_reason: str, error_kind: str | None = None) -> CallStats:
-    """The clock's record of a call (``StatsClock.stats``) by a test agent."""
-    return clock.stats(
-        finish_reason,
-        error_kind,
-        agent_id=None,
-        agent_name="Box",
-        provider_kind="local",
-        endpoint_host=None,
-        model_requested=None,
-    )
 
 
 def test_batched_deltas_count_their_tokens_in_the_live_rate_and_the_stored_row() -> None:

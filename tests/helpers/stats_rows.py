@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from desktop.chat.call_stats import CallStats
+from desktop.chat.stats_clock import StatsClock
 from desktop.store.stats import STATS_COLUMNS
 
 _REMOTE = (
@@ -298,4 +300,17 @@ def record_reply_stats(services: Any, reply: Any, provider_kind: str, **figures:
             "agent_name": reply.agent_name,
             "provider_kind": provider_kind,
         }
+    )
+
+
+def clock_record(clock: StatsClock, finish_reason: str, error_kind: str | None = None) -> CallStats:
+    """The clock's record of a call (``StatsClock.stats``) by a test agent."""
+    return clock.stats(
+        finish_reason,
+        error_kind,
+        agent_id=None,
+        agent_name="Box",
+        provider_kind="local",
+        endpoint_host=None,
+        model_requested=None,
     )
