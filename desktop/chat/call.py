@@ -27,10 +27,10 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 from urllib.parse import urlsplit
 
-from desktop.chat.call_stats import CallStats
+from desktop.chat.call_stats import CallPlace, CallStats
 from desktop.chat.kinds import find_kind
 from desktop.chat.pricing import price_call, provider_ref
 from desktop.chat.stats_clock import StatsClock
@@ -199,13 +199,7 @@ class ModelCall:
         self,
         finish_reason: str,
         error: UserError | None = None,
-        *,
-        message_id: int | None = None,
-        conversation_id: int | None = None,
-        prompt_run_id: int | None = None,
-        call_index: int | None = None,
-        tool_calls: int | None = None,
-        tool_ms: float | None = None,
+        **place: Unpack[CallPlace],
     ) -> CallStats:
         """The current call's record: the clock's figures and whose call it was (the agent; a
         turn's message, conversation and call index, the tools it asked for; a prompt-set
@@ -219,12 +213,7 @@ class ModelCall:
             provider_kind=agent.kind,
             endpoint_host=urlsplit(agent.base_url).hostname if agent.base_url else None,
             model_requested=agent.model,
-            message_id=message_id,
-            conversation_id=conversation_id,
-            prompt_run_id=prompt_run_id,
-            call_index=call_index,
-            tool_calls=tool_calls,
-            tool_ms=tool_ms,
+            **place,
         )
         return self.deps.priced(stats, agent)
 

@@ -14,7 +14,19 @@ INTEGER: int, TEXT: str), None where the column may be NULL.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, TypedDict
+
+
+class CallPlace(TypedDict, total=False):
+    """Where a call stood, besides whose it was: a turn's message, conversation, index and the
+    tools it asked for; a prompt-set run. What is not given is None in the record."""
+
+    message_id: int | None
+    conversation_id: int | None
+    prompt_run_id: int | None
+    call_index: int | None
+    tool_calls: int | None
+    tool_ms: float | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import assert_never
+from typing import Unpack, assert_never
 
-from desktop.chat.call_stats import CallStats
+from desktop.chat.call_stats import CallPlace, CallStats
 from desktop.llm import events as ev
 
 
@@ -210,12 +210,7 @@ class StatsClock:
         provider_kind: str,
         endpoint_host: str | None,
         model_requested: str | None,
-        message_id: int | None = None,
-        conversation_id: int | None = None,
-        prompt_run_id: int | None = None,
-        call_index: int | None = None,
-        tool_calls: int | None = None,
-        tool_ms: float | None = None,
+        **place: Unpack[CallPlace],
     ) -> CallStats:
         """The call's record, once it ended: the figures of its events and whose call it was
         (``ModelCall.stats`` says; it prices the record after). A reported cost is kept as
@@ -237,8 +232,8 @@ class StatsClock:
             fill = round((prompt + (output or 0)) / window, 4)
         params = info.load_params
         return CallStats(
-            message_id=message_id,
-            conversation_id=conversation_id,
+            message_id=place.get("message_id"),
+            conversation_id=place.get("conversation_id"),
             agent_id=agent_id,
             agent_name=agent_name,
             provider_kind=provider_kind,
@@ -288,12 +283,12 @@ class StatsClock:
             cost_input_usd=None,
             cost_cached_usd=None,
             cost_output_usd=None,
-            prompt_run_id=prompt_run_id,
+            prompt_run_id=place.get("prompt_run_id"),
             cache_source=self.usage.cache_source,
             cache_restore_ms=_round(timing.cache_restore_ms),
-            call_index=call_index,
-            tool_calls=tool_calls,
-            tool_ms=tool_ms,
+            call_index=place.get("call_index"),
+            tool_calls=place.get("tool_calls"),
+            tool_ms=place.get("tool_ms"),
             device=info.device,
             offloaded_layers=info.offloaded_layers,
             vram_bytes=info.vram_bytes,

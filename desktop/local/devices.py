@@ -55,6 +55,14 @@ class Device:
         short = self.description.split(" (", 1)[0].strip() or self.name
         return f"{short} (software)" if self.software else short
 
+    @property
+    def full_name(self) -> str:
+        """ "Vulkan0 · NVIDIA H200", "Vulkan0 · llvmpipe (software)": ggml's name and the
+        label, as the stats row, the timeline and the Models page name a device (the name
+        alone when ggml does not describe it)."""
+        label = self.label
+        return f"{self.name} · {label}" if label and label != self.name else self.name
+
 
 def backend_from_libs(lib_dir: Path | None) -> str | None:
     """The GPU backend whose library ``lib_dir`` holds (CUDA, Vulkan, ...), None for a CPU

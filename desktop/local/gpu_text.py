@@ -34,17 +34,10 @@ def free_gpu_memory(devices: Iterable[Device]) -> int | None:
     return sum(f for f in frees if f is not None)
 
 
-def device_name(device: Device) -> str:
-    """ "Vulkan0 · NVIDIA H200", "Vulkan0 · llvmpipe (software)" (ggml's name alone when it
-    has no description)."""
-    label = device.label
-    return f"{device.name} · {label}" if label and label != device.name else device.name
-
-
 def device_text(device: Device) -> str:
     """ "Vulkan0 · NVIDIA H200 (139 GiB, 138 GiB free)"; a software device "(software)" and
     no memory; a device that does not say its memory, its name alone."""
-    name = device_name(device)
+    name = device.full_name
     if device.software:
         return name
     sizes = []
@@ -77,7 +70,7 @@ def gpu_column_text(support: GpuSupport | None) -> str:
         return ""
     parts = []
     for device in listed:
-        name = device_name(device)
+        name = device.full_name
         if device.software:
             parts.append(f"{name}, in the computer's RAM")
         elif device.memory_free is not None and device.memory_total:

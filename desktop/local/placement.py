@@ -168,10 +168,7 @@ def where_it_runs(
 def device_label(name: str, devices: Sequence[Device] = ()) -> str:
     """ "Vulkan0 · llvmpipe (software)", "CUDA0 · NVIDIA H200", or the bare name when ggml
     does not describe the device."""
-    for dev in devices:
-        if dev.name == name:
-            return f"{name} · {dev.label}" if dev.label else name
-    return name
+    return next((dev.full_name for dev in devices if dev.name == name), name)
 
 
 @dataclass(frozen=True, slots=True)
