@@ -7,6 +7,7 @@ scripts rely on it. Otherwise the platform's user data/config/log folders are us
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,9 +67,11 @@ class AppPaths:
         for folder in (self.data_dir, self.config_dir, self.log_dir):
             try:
                 folder.mkdir(parents=True, exist_ok=True)
-                probe = folder / ".simi-write-test"
-                probe.write_bytes(b"")
-                probe.unlink()
+                # a file of this process's own, gone when closed: several processes start at
+                # once (a window and `simi` commands), and a shared probe name let one remove
+                # another's file between its write and its unlink
+                with tempfile.TemporaryFile(dir=folder, prefix=".simi-write-test-"):
+                    pass
             except OSError as exc:
                 reason = exc.strerror or str(exc)
                 raise StoreUnavailable(

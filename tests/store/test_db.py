@@ -114,6 +114,32 @@ def test_unwritable_simi_home_gives_clear_message(tmp_path: Path) -> None:
     assert "SIMI_HOME" in info.value.user_message
 
 
+def test_processes_starting_at_once_all_find_the_folder_writable(tmp_path: Path) -> None:
+    """A window and several `simi` commands start together: each proves the folder writable
+    with a file of its own (a shared probe name once let one remove another's file between
+    its write and its unlink, and the other said it cannot write to its folder)."""
+    import threading
+
+    paths = AppPaths.from_env({"SIMI_HOME": str(tmp_path / "home")})
+    failures: list[BaseException] = []
+
+    def start_up() -> None:
+        for _ in range(200):
+            try:
+                paths.ensure()
+            except StoreUnavailable as exc:
+                failures.append(exc)
+                return
+
+    threads = [threading.Thread(target=start_up) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert not [p for p in (tmp_path / "home").iterdir() if p.name.startswith(".simi-write")]
+
+
 def test_simi_home_holds_all_state(simi_home: Path) -> None:
     paths = AppPaths.from_env()
     assert paths.db_path.parent == simi_home
