@@ -10,11 +10,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import signal
 import sys
 from typing import Any
 
-from desktop.cli_common import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, agent_or_fail, err
+from desktop.cli_common import (
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    agent_or_fail,
+    cancel_on_signals,
+    err,
+)
 from desktop.errors import UserError
 from desktop.llm.events import TextDelta
 
@@ -112,12 +118,7 @@ def run(services: Any, args: argparse.Namespace) -> int:
         )
         waiting = asyncio.ensure_future(say_waiting())
         task.add_done_callback(lambda _t: waiting.cancel())
-        loop = asyncio.get_running_loop()
-        try:
-            loop.add_signal_handler(signal.SIGINT, task.cancel)
-            loop.add_signal_handler(signal.SIGTERM, task.cancel)
-        except (NotImplementedError, RuntimeError):
-            pass
+        cancel_on_signals(task.cancel)
         try:
             return await task
         except asyncio.CancelledError:

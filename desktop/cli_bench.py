@@ -17,7 +17,15 @@ import argparse
 import sys
 from typing import Any
 
-from desktop.cli_common import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, err
+from desktop.cli_common import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    Column,
+    cancel_on_signals,
+    err,
+    print_columns,
+)
 
 # desktop.chat.prompt_runs and the store are imported when the command runs, not when `simi`
 # builds its parser: `simi --version` does not pay for them.
@@ -152,7 +160,6 @@ def _read_prompts(path: str) -> list[str]:
 
 def _run(services: Any, run_id: int, agents: list[Any]) -> str:
     import asyncio
-    import signal
 
     from desktop.chat.prompt_runs import Progress, PromptRunner
 
@@ -164,12 +171,7 @@ def _run(services: Any, run_id: int, agents: list[Any]) -> str:
     runner = PromptRunner(services, run_id, agents, on_progress=on_progress)
 
     async def main() -> str:
-        loop = asyncio.get_running_loop()
-        try:
-            loop.add_signal_handler(signal.SIGINT, runner.cancel)
-            loop.add_signal_handler(signal.SIGTERM, runner.cancel)
-        except (NotImplementedError, RuntimeError):
-            pass
+        cancel_on_signals(runner.cancel)
         try:
             return await runner.run()
         finally:
@@ -239,7 +241,7 @@ def _print_results(services: Any, run_id: int, args: argparse.Namespace, status:
 
 
 # (header, value of a summary, right-aligned?)
-_COLUMNS: tuple[tuple[str, Any, bool], ...] = (
+_COLUMNS: tuple[Column, ...] = (
     ("agent", lambda s: s.agent_name, False),
     ("calls", lambda s: f"{s.calls:,}", True),
     ("cancelled", lambda s: f"{s.cancelled:,}", True),
@@ -256,20 +258,7 @@ _COLUMNS: tuple[tuple[str, Any, bool], ...] = (
 
 def print_table(summaries: list[Any], out: Any) -> None:
     """The per-agent summary as aligned columns (like `simi stats`), then what they mean."""
-    header = [h for h, _, _ in _COLUMNS]
-    table = [[value(s) for _, value, _ in _COLUMNS] for s in summaries]
-    widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(header)]
-
-    def line(cells: list[str]) -> str:
-        parts = [
-            c.rjust(w) if right else c.ljust(w)
-            for c, w, (_, _, right) in zip(cells, widths, _COLUMNS, strict=True)
-        ]
-        return "  ".join(parts).rstrip()
-
-    print(line(header), file=out)
-    for row in table:
-        print(line(row), file=out)
+    print_columns(_COLUMNS, summaries, out)
     print(file=out)
     print(
         "p50/p95: median and 95th percentile over the calls that completed (failed and stopped\n"

@@ -27,16 +27,13 @@ from desktop.store.tool_steps import ToolStep
 from desktop.store.tools import ALL_TOOLS
 
 QUESTION = "Allow? [y] once  [a] always for this agent  [n] no: "
-ANSWERS: dict[str, Decision] = {
-    "y": "once",
-    "yes": "once",
-    "o": "once",
-    "once": "once",
-    "a": "always",
-    "always": "always",
-    "n": "deny",
-    "no": "deny",
-}
+# each decision, and the words (any case) a person may type for it
+_WORDS: tuple[tuple[Decision, tuple[str, ...]], ...] = (
+    ("once", ("y", "yes", "o", "once")),
+    ("always", ("a", "always")),
+    ("deny", ("n", "no")),
+)
+ANSWERS: dict[str, Decision] = {word: decision for decision, words in _WORDS for word in words}
 NO_TERMINAL = "stdin is not a terminal; pass --allow-tools to allow tool calls"
 
 

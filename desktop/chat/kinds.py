@@ -241,29 +241,35 @@ register(
         capabilities=Capabilities(reasoning=True, server_timings=True),
     )
 )
-register(
-    ProviderKind(
+# the hosted APIs of their own: a key, their own URL and preset, reasoning shown
+for _name, _label, _cls, _url, _color, _hint in (
+    (
         "anthropic",
         "Anthropic",
-        _keyed_first(AnthropicProvider),
-        needs_key=True,
-        default_base_url=anthropic.DEFAULT_BASE_URL,
-        badge_color="#d97757",
-        model_hint="e.g. claude-3-5-sonnet-latest",
-        default_preset="anthropic",
-        capabilities=Capabilities(reasoning=True),
-    )
-)
-register(
-    ProviderKind(
+        AnthropicProvider,
+        anthropic.DEFAULT_BASE_URL,
+        "#d97757",
+        "e.g. claude-3-5-sonnet-latest",
+    ),
+    (
         "gemini",
         "Google Gemini",
-        _keyed_first(GeminiProvider),
-        needs_key=True,
-        default_base_url=gemini.DEFAULT_BASE_URL,
-        badge_color="#e0a100",
-        model_hint="e.g. gemini-1.5-flash",
-        default_preset="gemini",
-        capabilities=Capabilities(reasoning=True),
+        GeminiProvider,
+        gemini.DEFAULT_BASE_URL,
+        "#e0a100",
+        "e.g. gemini-1.5-flash",
+    ),
+):
+    register(
+        ProviderKind(
+            _name,
+            _label,
+            _keyed_first(_cls),
+            needs_key=True,
+            default_base_url=_url,
+            badge_color=_color,
+            model_hint=_hint,
+            default_preset=_name,
+            capabilities=Capabilities(reasoning=True),
+        )
     )
-)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Protocol
@@ -58,13 +58,7 @@ class PriceResult:
 
     def fields(self) -> dict[str, Any]:
         """As stats row columns."""
-        return {
-            "cost_usd": self.cost_usd,
-            "cost_input_usd": self.cost_input_usd,
-            "cost_cached_usd": self.cost_cached_usd,
-            "cost_output_usd": self.cost_output_usd,
-            "price_source": self.price_source,
-        }
+        return asdict(self)
 
 
 UNKNOWN = PriceResult(None, None, None, None, None)

@@ -35,33 +35,21 @@ class AgentSummary:
 
 
 SUMMARY_KEYS = tuple(f.name for f in fields(AgentSummary))
+# a call's figures, as its ``inference_stats`` row and the export name them
+_FIGURES = ("ttft_ms", "decode_tok_s", "prefill_tok_s", "prompt_tokens", "output_tokens")
 EXPORT_KEYS = (
     "prompt_index",
     "prompt",
     "agent",
     "repetition",
     "status",
-    "ttft_ms",
-    "decode_tok_s",
-    "prefill_tok_s",
-    "prompt_tokens",
-    "output_tokens",
+    *_FIGURES,
     "cost_usd",
     "error",
 )
 
 
-_STATS_FIELDS = (
-    "id",
-    "ttft_ms",
-    "decode_tok_s",
-    "prefill_tok_s",
-    "prompt_tokens",
-    "output_tokens",
-    "cost_usd",
-    "price_source",
-    "provider_kind",
-)
+_STATS_FIELDS = ("id", *_FIGURES, "cost_usd", "price_source", "provider_kind")
 
 
 def _key(name: str) -> str:
@@ -180,11 +168,7 @@ def export_rows(services: Any, run_id: int) -> list[dict[str, Any]]:
                 "agent": c.agent_name,
                 "repetition": c.repetition + 1,
                 "status": c.status,
-                "ttft_ms": s.get("ttft_ms"),
-                "decode_tok_s": s.get("decode_tok_s"),
-                "prefill_tok_s": s.get("prefill_tok_s"),
-                "prompt_tokens": s.get("prompt_tokens"),
-                "output_tokens": s.get("output_tokens"),
+                **{k: s.get(k) for k in _FIGURES},
                 "cost_usd": cost,
                 "error": c.error_text,
             }

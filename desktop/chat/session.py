@@ -384,24 +384,24 @@ class ChatService:
                 emit(CallStarted(len(turn.calls) + 1))
         except asyncio.CancelledError:
             collect()
-            self._finish(turn, call, "cancelled", "cancelled", record=not recorded)
+            await self._finish(turn, call, "cancelled", "cancelled", record=not recorded)
             raise
         except UserError as exc:
             collect()
             turn.error = exc
             log.info("turn failed (%s): %s", exc.kind, exc.user_message)
-            await self._finish_priced(turn, call, "error", "error", exc)
+            await self._finish(turn, call, "error", "error", exc, priced=True)
             return turn
         except Exception as exc:  # a bug: keep the text, say so, and let it surface
             collect()
             turn.error = UserError(f"Something went wrong inside SIMI Multi: {type(exc).__name__}")
-            self._finish(turn, call, "error", "error", turn.error)
+            await self._finish(turn, call, "error", "error", turn.error)
             raise
         finally:
             await call.aclose()
         collect()
         status = "cancelled" if finish == "cancelled" else "complete"
-        await self._finish_priced(turn, call, status, finish, record=not recorded)
+        await self._finish(turn, call, status, finish, record=not recorded, priced=True)
         return turn
 
     async def ask_once(
@@ -419,7 +419,7 @@ class ChatService:
             self.call_deps, agent, prompt, prompt_run_id=prompt_run_id, on_event=on_event
         )
 
-    async def _finish_priced(
+    async def _finish(
         self,
         turn: Turn,
         call: ModelCall,
@@ -428,39 +428,27 @@ class ChatService:
         error: UserError | None = None,
         *,
         record: bool = True,
+        priced: bool = False,
     ) -> None:
-        """``_finish`` once the price book is warm (or failed to be). Stopped while waiting
-        for it: finished at once, its cost unknown unless the provider reported one."""
+        """The reply's final text and status, and (``record``) the last call's stats row.
+        ``priced``: once the price book is warm (or failed to be); stopped while waiting for
+        it, finished at once, its cost unknown unless the provider reported one."""
         try:
-            await call.prices_ready()
-        except asyncio.CancelledError:
-            self._finish(turn, call, status, finish_reason, error, record=record)
-            raise
-        self._finish(turn, call, status, finish_reason, error, record=record)
-
-    def _finish(
-        self,
-        turn: Turn,
-        call: ModelCall,
-        status: str,
-        finish_reason: str,
-        error: UserError | None = None,
-        *,
-        record: bool = True,
-    ) -> None:
-        """The reply's final text and status, and (``record``) the last call's stats row."""
-        turn.status = status
-        self.conversations.finish_message(
-            turn.assistant_message_id,
-            content=turn.text,
-            status=status,
-            error_text=error.user_message if error else None,
-            error_kind=error.kind if error else None,
-            reasoning=turn.reasoning,
-        )
-        if record:
-            self._record_call(turn, call, finish_reason, (), error)
-        self.conversations.touch(turn.conversation_id)
+            if priced:
+                await call.prices_ready()
+        finally:
+            turn.status = status
+            self.conversations.finish_message(
+                turn.assistant_message_id,
+                content=turn.text,
+                status=status,
+                error_text=error.user_message if error else None,
+                error_kind=error.kind if error else None,
+                reasoning=turn.reasoning,
+            )
+            if record:
+                self._record_call(turn, call, finish_reason, (), error)
+            self.conversations.touch(turn.conversation_id)
 
     def _steps_of_call(self, turn: Turn, call_index: int) -> list[ToolStep]:
         """The tool steps stored for one model call of the turn (Stop cut its calls short)."""

@@ -16,6 +16,7 @@ import httpx
 from desktop.errors import UserError
 from desktop.hub.names import repo_id
 from desktop.settings.secrets import SECRETS_SEEN, redact
+from desktop.settings.version import app_version
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 TOKEN_REF = "huggingface-hub"  # the keyring entry (SecretStore key_ref) holding the access token
@@ -76,7 +77,7 @@ class HubClient:
         self._token = token or None
         if self._token:
             SECRETS_SEEN.add(self._token)
-        headers = {"User-Agent": f"simi-multi/{_version()}"}
+        headers = {"User-Agent": f"simi-multi/{app_version()}"}
         # The token goes only to the hub's own origin (scheme, host, port): a request to any
         # other (a pagination link elsewhere) is sent without it, and httpx drops it when a
         # redirect leaves the origin (the hub's CDN links are signed URLs).
@@ -257,15 +258,6 @@ class HubClient:
 
     def _get_json(self, url: str, params: dict[str, str], what: str) -> Any:
         return self._json_of(self._request("GET", url, params=params, what=what), what)
-
-
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("simi-multi")
-    except Exception:
-        return "dev"
 
 
 def _host(endpoint: str) -> str:

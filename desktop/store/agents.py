@@ -9,7 +9,7 @@ from typing import Any
 
 import sqlite_utils
 
-from desktop.store.db import utc_now
+from desktop.store.db import read_back, utc_now
 
 KV_TYPES = ("f16", "q8_0", "q4_0")
 
@@ -146,9 +146,7 @@ class AgentStore:
         cols = ", ".join(row)
         marks = ", ".join("?" for _ in row)
         cur = self._db.execute(f"INSERT INTO agents ({cols}) VALUES ({marks})", list(row.values()))
-        created = self.get(int(cur.lastrowid or 0))
-        assert created is not None
-        return created
+        return read_back(self.get(int(cur.lastrowid or 0)))
 
     def update(self, agent: Agent) -> Agent:
         assert agent.id is not None
@@ -157,9 +155,7 @@ class AgentStore:
         row["updated_at"] = utc_now()
         sets = ", ".join(f"{k} = ?" for k in row)
         self._db.execute(f"UPDATE agents SET {sets} WHERE id = ?", [*row.values(), agent.id])
-        updated = self.get(agent.id)
-        assert updated is not None
-        return updated
+        return read_back(self.get(agent.id))
 
     def delete(self, agent_id: int) -> None:
         self._db.execute("DELETE FROM agents WHERE id = ?", [agent_id])

@@ -20,8 +20,8 @@ from typing import Any
 
 import sqlite_utils
 
-from desktop.store.db import savepoint, utc_now
-from desktop.store.owners import owner_gone, stamped
+from desktop.store.db import read_back, savepoint, utc_now
+from desktop.store.owners import recover, stamped
 
 OUTCOMES = ("left", "right", "tie", "both_bad")
 RUN_STATUSES = ("running", "paused", "cancelled", "complete", "interrupted")
@@ -173,9 +173,7 @@ class CompareStore:
                     f"INSERT INTO compare_columns ({_COLUMN_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
                     [session_id, position, column_label(position), agent_id, name, conv_id],
                 )
-        made = self.session(session_id)
-        assert made is not None
-        return made
+        return read_back(self.session(session_id))
 
     def session(self, session_id: int) -> CompareSession | None:
         found = self._sessions("WHERE id = ?", [session_id])
@@ -285,13 +283,10 @@ class CompareStore:
 
     def votes(self, session_id: int | None = None) -> list[Vote]:
         """Oldest first; all votes when ``session_id`` is None."""
-        if session_id is None:
-            rows = self._db.execute(f"SELECT {_VOTE_COLS} FROM compare_votes ORDER BY id")
-        else:
-            rows = self._db.execute(
-                f"SELECT {_VOTE_COLS} FROM compare_votes WHERE session_id = ? ORDER BY id",
-                [session_id],
-            )
+        where, params = ("", []) if session_id is None else ("WHERE session_id = ?", [session_id])
+        rows = self._db.execute(
+            f"SELECT {_VOTE_COLS} FROM compare_votes {where} ORDER BY id", params
+        )
         return [self._vote(r) for r in rows]
 
     @staticmethod
@@ -362,9 +357,7 @@ class CompareStore:
                 *owner,
             ],
         )
-        made = self.run(int(cur.lastrowid or 0))
-        assert made is not None
-        return made
+        return read_back(self.run(int(cur.lastrowid or 0)))
 
     def run(self, run_id: int) -> PromptRun | None:
         row = self._db.execute(
@@ -479,10 +472,10 @@ class CompareStore:
     def mark_interrupted_runs(self, dead_owners: Sequence[int] = ()) -> int:
         """Runs a crash left 'running' become 'interrupted' (called at start-up): those whose
         process is gone (``store/owners.py``), never a live one's."""
-        gone, params = owner_gone("owner_id", dead_owners)
-        cur = self._db.execute(
+        return recover(
+            self._db,
             "UPDATE prompt_runs SET status = 'interrupted', updated_at = ? "
-            f"WHERE status = 'running' AND {gone}",
-            [utc_now(), *params],
+            "WHERE status = 'running'",
+            dead_owners,
+            [utc_now()],
         )
-        return int(cur.rowcount or 0)

@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 import sqlite_utils
 
-from desktop.store.db import savepoint, utc_now
-from desktop.store.owners import owner_gone, stamped
+from desktop.store.db import read_back, savepoint, utc_now
+from desktop.store.owners import recover, stamped
 
 MessageStatus = Literal["streaming", "complete", "cancelled", "interrupted", "error"]
 MESSAGE_STATUSES: tuple[str, ...] = ("streaming", "complete", "cancelled", "interrupted", "error")
@@ -176,9 +176,7 @@ class ConversationStore:
             "VALUES (?, ?, ?, ?)",
             [title, agent_id, now, now],
         )
-        conv = self.get(int(cur.lastrowid or 0))
-        assert conv is not None
-        return conv
+        return read_back(self.get(int(cur.lastrowid or 0)))
 
     def get(self, conversation_id: int) -> Conversation | None:
         cur = self._db.execute(
@@ -255,11 +253,12 @@ class ConversationStore:
     def purge_trash(self, dead_owners: Sequence[int] = ()) -> int:
         """At start-up: delete for good the trash of processes that are gone (their Undo
         went with them); a live process's trash is still in its Undo window."""
-        gone, params = owner_gone("trashed_by", dead_owners)
-        cur = self._db.execute(
-            f"DELETE FROM conversations WHERE deleted_at IS NOT NULL AND {gone}", params
+        return recover(
+            self._db,
+            "DELETE FROM conversations WHERE deleted_at IS NOT NULL",
+            dead_owners,
+            column="trashed_by",
         )
-        return int(cur.rowcount or 0)
 
     # messages --------------------------------------------------------------------------------
     def add_message(
@@ -309,9 +308,7 @@ class ConversationStore:
             message_id = int(cur.lastrowid or 0)
             self.point_at(conversation_id, parent, message_id)
             self.touch(conversation_id)
-        msg = self.message(message_id)
-        assert msg is not None
-        return msg
+        return read_back(self.message(message_id))
 
     def point_at(self, conversation_id: int, parent_id: int | None, child_id: int | None) -> None:
         """Make ``child_id`` the active child of ``parent_id`` (None: the first message)."""
@@ -496,10 +493,10 @@ class ConversationStore:
     def mark_stale_streaming(self, dead_owners: Sequence[int] = ()) -> int:
         """Messages a crash left 'streaming' become 'interrupted' (text kept): those whose
         process is gone (``store/owners.py``), never a live one's. Returns count."""
-        gone, params = owner_gone("owner_id", dead_owners)
-        cur = self._db.execute(
+        return recover(
+            self._db,
             "UPDATE messages SET status = 'interrupted', error_text = COALESCE(error_text, ?), "
-            f"updated_at = ? WHERE status = 'streaming' AND {gone}",
-            [INTERRUPTED_TEXT, utc_now(), *params],
+            "updated_at = ? WHERE status = 'streaming'",
+            dead_owners,
+            [INTERRUPTED_TEXT, utc_now()],
         )
-        return int(cur.rowcount or 0)

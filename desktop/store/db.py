@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import sqlite_utils
 
@@ -37,6 +38,15 @@ MIGRATIONS_TABLE = "_migrations"
 
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+_Row = TypeVar("_Row")
+
+
+def read_back(found: _Row | None) -> _Row:
+    """A row this connection has just written, as a store's getter read it back: it is there."""
+    assert found is not None
+    return found
 
 
 _savepoints = itertools.count()

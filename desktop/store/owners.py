@@ -12,7 +12,7 @@ reused is not taken for the first one; elsewhere a heartbeat (``Heartbeat``) eve
 goes when it closes. ``dead_ids()`` names the owners whose process is gone; ``owner_gone``
 selects the rows recovery may touch: no owner (written before m011), an owner judged dead, or
 one whose row is gone (it closed, or was judged dead before). An owner registered after the
-look is never among them.
+look is never among them. ``recover`` runs a store's recovery statement on those rows.
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import sqlite_utils
 
-from desktop.store.db import utc_now
+from desktop.store.db import read_back, utc_now
 
 log = logging.getLogger("simi.store")
 
@@ -107,6 +108,21 @@ def owner_gone(column: str, dead: Sequence[int]) -> tuple[str, list[int]]:
     return f"({clause})", ids
 
 
+def recover(
+    db: sqlite_utils.Database,
+    sql: str,
+    dead: Sequence[int],
+    params: Sequence[Any] = (),
+    *,
+    column: str = "owner_id",
+) -> int:
+    """Runs ``sql`` (an UPDATE or DELETE whose WHERE this ends with "AND <owner gone>") on the
+    rows no live process owns (``owner_gone``); how many it touched."""
+    gone, ids = owner_gone(column, dead)
+    cur = db.execute(f"{sql} AND {gone}", [*params, *ids])
+    return int(cur.rowcount or 0)
+
+
 def stamped(column: str, owner_id: int | None) -> tuple[str, list[int]]:
     """``", column = ?"`` and its parameter for an UPDATE's SET list when a store has an owner;
     nothing when it has none (a store used without ``Services``, on any schema)."""
@@ -126,9 +142,7 @@ class OwnerStore:
             "VALUES (?, ?, ?, ?)",
             [pid, process_start_time(pid), now, now],
         )
-        owner = self.get(int(cur.lastrowid or 0))
-        assert owner is not None
-        return owner
+        return read_back(self.get(int(cur.lastrowid or 0)))
 
     def get(self, owner_id: int) -> Owner | None:
         row = self._db.execute(

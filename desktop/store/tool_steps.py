@@ -16,7 +16,7 @@ from typing import Any, Literal
 import sqlite_utils
 
 from desktop.store.db import utc_now
-from desktop.store.owners import owner_gone, stamped
+from desktop.store.owners import recover, stamped
 
 StepStatus = Literal[
     "asked",  # the model asked for it; nothing decided yet
@@ -145,10 +145,9 @@ class ToolStepStore:
     def mark_interrupted(self, dead_owners: Sequence[int] = ()) -> int:
         """At start-up: steps a crash left waiting or running are cancelled, those whose
         process is gone (``store/owners.py``), never a live one's."""
-        gone, params = owner_gone("owner_id", dead_owners)
-        cur = self._db.execute(
+        return recover(
+            self._db,
             "UPDATE tool_steps SET status = 'cancelled' "
-            f"WHERE status IN ('asked', 'waiting', 'running') AND {gone}",
-            params,
+            "WHERE status IN ('asked', 'waiting', 'running')",
+            dead_owners,
         )
-        return int(cur.rowcount or 0)

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import sqlite_utils
 
-from desktop.store.db import savepoint, utc_now
+from desktop.store.db import read_back, savepoint, utc_now
 
 Transport = Literal["stdio", "http"]
 ALL_TOOLS = "*"  # an agent_tools row for every tool of a server
@@ -158,9 +158,7 @@ class ToolStore:
         with self._tx():
             cur = self._db.execute(f"INSERT INTO mcp_servers ({names}) VALUES ({marks})", values)
             new_id = cur.lastrowid
-        found = self.get_server_by_id(int(new_id or 0))
-        assert found is not None
-        return found
+        return read_back(self.get_server_by_id(int(new_id or 0)))
 
     def update_server(self, server: McpServer) -> McpServer:
         if server.id is None:
@@ -169,9 +167,7 @@ class ToolStore:
         sets = ", ".join(f"{k} = :{k}" for k in values if k != "id")
         with self._tx():
             self._db.execute(f"UPDATE mcp_servers SET {sets} WHERE id = :id", values)
-        found = self.get_server_by_id(server.id)
-        assert found is not None
-        return found
+        return read_back(self.get_server_by_id(server.id))
 
     def delete_server(self, name: str) -> bool:
         """Removes the server, the agents' permissions for it and its grants."""

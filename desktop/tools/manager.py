@@ -42,6 +42,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from desktop.errors import UserError
+from desktop.settings.version import app_version
 from desktop.store.tools import McpServer
 from desktop.tools.config import McpConfig
 from desktop.tools.environment import child_environment, child_path, resolve_command
@@ -71,16 +72,6 @@ PING_TIMEOUT_S = 10.0
 # Starting may take longer than a call (npx or uvx may fetch the package on the first run).
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 8.0  # the SDK closes stdin, waits 2 s, then SIGTERM, 2 s, SIGKILL
-
-
-def _app_version() -> str:
-    """The version the app gives a server (``desktop`` itself is above this layer)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("simi-multi")
-    except PackageNotFoundError:
-        return "dev"
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -211,7 +202,7 @@ class McpConnection:
                     ClientSession(
                         read,
                         write,
-                        client_info=Implementation(name="SIMI Multi", version=_app_version()),
+                        client_info=Implementation(name="SIMI Multi", version=app_version()),
                     )
                 )
                 await session.initialize()
