@@ -3,11 +3,13 @@
 simi                       open the window
 simi ask [--agent NAME] [--json] [--allow-tools] PROMPT                 (desktop.cli_ask)
 simi agents list|show|add|edit|clone|remove      (edit NAME --tools SERVER[:TOOL],...)
-simi stats [--agent NAME ...] [--since DATE] [--until DATE] [--json|--csv] [--rows]
+simi stats [--agent NAME ...] [--since DATE] [--until DATE] [--source api|app] [--client KEY]
+           [--json|--csv] [--rows]
                                                                         (desktop.cli_stats)
 simi models list|gpu [--json] | add-folder PATH | remove-folder PATH   (desktop.cli_models)
 simi bench --agents A,B --prompts FILE [--repeat N] [--json|--csv]      (desktop.cli_bench)
 simi mcp add|list|tools|remove                                          (desktop.cli_mcp)
+simi serve [--host H] [--port P] [--agents A,B] | serve keys add|list|show|revoke  (cli_serve)
 simi export CONVERSATION [--format md|json] [-o FILE]
 simi import FILE
 simi db move-aside
@@ -23,7 +25,16 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from desktop import APP_NAME, __version__, cli_ask, cli_bench, cli_mcp, cli_models, cli_stats
+from desktop import (
+    APP_NAME,
+    __version__,
+    cli_ask,
+    cli_bench,
+    cli_mcp,
+    cli_models,
+    cli_serve,
+    cli_stats,
+)
 from desktop.chat.agent_rules import number_field, parse_number
 from desktop.cli_common import (
     EXIT_ERROR,
@@ -178,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_models.add_parser(sub)
     cli_mcp.add_parser(sub)
+    cli_serve.add_parser(sub)
 
     db = sub.add_parser("db", help="database maintenance")
     dsub = db.add_subparsers(dest="db_command", required=True)
@@ -245,6 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "bench": cli_bench.run,
             "export": _export,
             "import": _import,
+            "serve": cli_serve.run,
         }
         if args.command in commands:
             services = Services.open(AppPaths.from_env())

@@ -14,6 +14,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from desktop.chat.format import UNKNOWN_COST, cost_text
+from desktop.cli_common import Column, print_columns
 
 if TYPE_CHECKING:
     from desktop.store.stats import StatsFilter
@@ -48,6 +49,17 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--since", type=_date, metavar="DATE", help="from this date on")
     p.add_argument("--until", type=_date, metavar="DATE", help="before this date")
+    p.add_argument(
+        "--source",
+        choices=["api", "app"],
+        help="api: only calls API clients made through `simi serve`; app: only the app's own",
+    )
+    p.add_argument(
+        "--client",
+        action="append",
+        metavar="KEY",
+        help="only API calls made with this key's name (repeat for several)",
+    )
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="as JSON (with the percentiles)")
     fmt.add_argument("--csv", action="store_true", help="as CSV")
@@ -81,7 +93,13 @@ def _run(services: Any, args: argparse.Namespace) -> int:
         rows_to_json,
     )
 
-    f = StatsFilter(tuple(args.agent or ()), args.since, args.until)
+    f = StatsFilter(
+        tuple(args.agent or ()),
+        args.since,
+        args.until,
+        source=args.source,
+        clients=tuple(args.client or ()),
+    )
     out = sys.stdout
     if args.rows:
         if not (args.json or args.csv):
@@ -123,7 +141,7 @@ def _nothing(f: StatsFilter) -> str:
 
 
 # (header, value of a summary row, right-aligned?)
-_COLUMNS: tuple[tuple[str, Any, bool], ...] = (
+_COLUMNS: tuple[Column, ...] = (
     ("agent", lambda r: str(r["agent"]), False),
     ("calls", lambda r: f"{r['calls']:,}", True),
     ("cancelled", lambda r: f"{r['cancelled']:,}", True),
@@ -138,7 +156,7 @@ _COLUMNS: tuple[tuple[str, Any, bool], ...] = (
     ("cost", lambda r: _cost(r), False),
 )
 # shown when any agent's calls asked for tools (issue 18): the table is unchanged otherwise
-_TOOL_COLUMNS: tuple[tuple[str, Any, bool], ...] = (
+_TOOL_COLUMNS: tuple[Column, ...] = (
     ("tool calls", lambda r: f"{r.get('tool_calls') or 0:,}", True),
     ("tool time", lambda r: _tool_ms(r.get("tool_ms")), True),
 )
@@ -149,20 +167,7 @@ def print_table(summary: list[dict[str, Any]], out: Any) -> None:
     columns = _COLUMNS
     if any(r.get("tool_calls") for r in summary):
         columns = (*_COLUMNS[:-1], *_TOOL_COLUMNS, _COLUMNS[-1])
-    header = [h for h, _, _ in columns]
-    table = [[value(r) for _, value, _ in columns] for r in summary]
-    widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(header)]
-
-    def line(cells: list[str]) -> str:
-        parts = [
-            c.rjust(w) if right else c.ljust(w)
-            for c, w, (_, _, right) in zip(cells, widths, columns, strict=True)
-        ]
-        return "  ".join(parts).rstrip()
-
-    print(line(header), file=out)
-    for row in table:
-        print(line(row), file=out)
+    print_columns(columns, summary, out)
     failed = [r for r in summary if r.get("error_kinds")]
     if failed:
         print(file=out)

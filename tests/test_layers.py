@@ -23,6 +23,7 @@ ALLOWED = {
     "hub": {"errors", "local", "settings"},
     "tools": {"errors", "settings", "store"},
     "chat": {"errors", "llm", "local", "store", "settings", "hub", "tools"},
+    "serve": {"errors", "llm", "local", "store", "settings", "hub", "tools", "chat"},
 }
 
 
@@ -35,6 +36,7 @@ def test_qt_free_core_imports_no_pyside6() -> None:
         "import desktop.store.db, desktop.settings.secrets, desktop.cli\n"
         "import desktop.hub.service, desktop.hub.files, desktop.hub.downloads\n"
         "import desktop.tools.manager, desktop.tools.config, desktop.cli_mcp\n"
+        "import desktop.serve.server, desktop.serve.app, desktop.cli_serve\n"
         "bad = sorted(m for m in sys.modules if m.startswith(('PySide6', 'shiboken6', 'qasync')))\n"
         "print(','.join(bad))\n"
     )
@@ -185,7 +187,7 @@ UI_ORDER = (
     ("stats",),
     ("agents",),
     ("conversation",),
-    ("compare", "models", "settings"),
+    ("compare", "models", "settings", "server"),
     ("shell",),
 )
 

@@ -19,7 +19,8 @@ from typing import Any, TypedDict
 
 class CallPlace(TypedDict, total=False):
     """Where a call stood, besides whose it was: a turn's message, conversation, index and the
-    tools it asked for; a prompt-set run. What is not given is None in the record."""
+    tools it asked for; a prompt-set run; an API client's call (``source`` 'api', the key's
+    name). What is not given is None in the record."""
 
     message_id: int | None
     conversation_id: int | None
@@ -27,6 +28,8 @@ class CallPlace(TypedDict, total=False):
     call_index: int | None
     tool_calls: int | None
     tool_ms: float | None
+    source: str | None
+    api_client: str | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,6 +100,9 @@ class CallStats:
     device: str | None
     offloaded_layers: str | None
     vram_bytes: int | None
+    # m013: a call a client made through the local API server, and the key it used
+    source: str | None
+    api_client: str | None
 
     def as_row(self) -> dict[str, Any]:
         """The record as the stored row's dict: every column (``STATS_COLUMNS``, in order)."""

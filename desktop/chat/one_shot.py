@@ -1,10 +1,12 @@
-"""One prompt to one agent, outside any conversation: a prompt-set run's call.
+"""One request to one agent, outside any conversation: a prompt-set run's call
+(``ask_once``: the agent's system prompt and one prompt) and an API client's call
+(``call_once`` with the request the server built, ``desktop/serve``).
 
-``ask_once`` makes the call the way a conversation's turn does (``chat/call.py``: the key read
+``call_once`` makes the call the way a conversation's turn does (``chat/call.py``: the key read
 off the loop, ``ProviderFactory.for_agent`` with its retry, ``StatsClock``, pricing when the
-call ends) with the agent's system prompt and the prompt (no history), and records one
-``inference_stats`` row with ``prompt_run_id`` and no message or conversation. Nothing else is
-stored: the caller (``chat/prompt_runs.py``) keeps the reply with the run's call.
+call ends) and records one ``inference_stats`` row with its place (a prompt-set run's id; an
+API call's source and key) and no message or conversation. Nothing else is stored: the caller
+(``chat/prompt_runs.py``, the server) keeps the reply.
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Unpack
 
 from desktop.chat.call import CallDeps, CallSink, ModelCall
-from desktop.chat.call_stats import CallStats
+from desktop.chat.call_stats import CallPlace, CallStats
 from desktop.chat.stats_clock import StatsClock
 from desktop.errors import UserError
-from desktop.llm.events import StreamEvent
+from desktop.llm.events import StreamEvent, ToolCall
 from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
 from desktop.store.agents import Agent
 
@@ -40,6 +43,7 @@ class OneShot:
     error_kind: str | None = None  # the UserError's kind ("rate_limited", "auth", …)
     reasoning: str = ""
     notice: str | None = None  # what the backend did on its own (RunInfo.notice)
+    tool_calls: tuple[ToolCall, ...] = ()  # what the model asked its caller's tools for
 
     @property
     def finish_reason(self) -> str | None:
@@ -80,10 +84,31 @@ async def ask_once(
     on_event: Callable[[StreamEvent], None] | None = None,
     on_clock: Callable[[StatsClock], None] | None = None,
 ) -> OneShot:
+    """Stream one reply to ``prompt`` (``call_once`` with the agent's system prompt)."""
+    return await call_once(
+        deps,
+        agent,
+        request_once(agent, prompt, prompt_run_id),
+        on_event=on_event,
+        on_clock=on_clock,
+        prompt_run_id=prompt_run_id,
+    )
+
+
+async def call_once(
+    deps: CallDeps,
+    agent: Agent,
+    request: ChatRequest,
+    *,
+    on_event: Callable[[StreamEvent], None] | None = None,
+    on_clock: Callable[[StatsClock], None] | None = None,
+    **place: Unpack[CallPlace],
+) -> OneShot:
     """Stream one reply. Never raises a ``UserError`` (it becomes status "error"). Cancelling
     the task that awaits it ends the call with status "cancelled" and the text so far, and
     *returns* that (the cancellation is consumed: a caller that must stop too checks its own
-    flag). ``on_clock`` gets the call's stats clock before it starts (live TTFT, tok/s)."""
+    flag). ``on_clock`` gets the call's stats clock before it starts (live TTFT, tok/s);
+    ``place`` goes into its stats row."""
     call = ModelCall(deps, agent)  # its clock starts; the price book starts warming
     if on_clock is not None:
         on_clock(call.clock)
@@ -92,7 +117,7 @@ async def ask_once(
     finish = "error"
 
     def done(status: str, reason: str, error: UserError | None = None) -> OneShot:
-        stats = call.stats(reason, error, prompt_run_id=prompt_run_id)
+        stats = call.stats(reason, error, **place)
         stats_id = call.record(stats)
         return OneShot(
             text="".join(sink.parts),
@@ -103,6 +128,7 @@ async def ask_once(
             error_kind=error.kind if error else None,
             reasoning="".join(sink.thoughts),
             notice=notices[-1] if notices else None,
+            tool_calls=tuple(sink.tool_calls),
         )
 
     async def priced() -> None:
@@ -116,7 +142,7 @@ async def ask_once(
     try:
         try:
             await call.open()
-            finish = await call.stream(request_once(agent, prompt, prompt_run_id), sink)
+            finish = await call.stream(request, sink)
         finally:
             await call.aclose()
     except asyncio.CancelledError:

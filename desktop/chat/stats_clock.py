@@ -292,4 +292,6 @@ class StatsClock:
             device=info.device,
             offloaded_layers=info.offloaded_layers,
             vram_bytes=info.vram_bytes,
+            source=place.get("source"),
+            api_client=place.get("api_client"),
         )

@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -78,6 +79,9 @@ class PipeLogHandler(logging.Handler):
 
 def worker_main(conn: Any, raw_flag: Any, raw_threads: Any = None) -> None:
     """Entry point of the worker process."""
+    # Ctrl+C in a terminal reaches every process of its group: the app (``simi serve``,
+    # ``simi ask``) decides what stops, and stops this worker itself.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     send_lock = threading.Lock()
 
     def send(*message: Any) -> None:

@@ -19,6 +19,7 @@ from desktop.store.migrations_features import (
     m010_tool_steps,
     m011_process_owners,
     m012_where_it_ran,
+    m013_api_server,
 )
 
 
@@ -353,4 +354,5 @@ MIGRATIONS: list[Migration] = [
     ("m010_tool_steps", m010_tool_steps),
     ("m011_process_owners", m011_process_owners),
     ("m012_where_it_ran", m012_where_it_ran),
+    ("m013_api_server", m013_api_server),
 ]

@@ -1,7 +1,8 @@
 """Schema steps of the features after the core (see ``migrations.py`` for the rules): compare
 mode (m007), where cached prompt tokens came from (m008), MCP tool servers (m009), tool steps
-(m010), the process that owns each live row (m011), where a local call ran (m012). Listed, in
-order, in ``migrations.MIGRATIONS``; never edit or reorder a shipped step."""
+(m010), the process that owns each live row (m011), where a local call ran (m012), the local
+API server (m013). Listed, in order, in ``migrations.MIGRATIONS``; never edit or reorder a
+shipped step."""
 
 from __future__ import annotations
 
@@ -268,3 +269,45 @@ def m012_where_it_ran(db: sqlite_utils.Database) -> None:
     for name, sql_type in STATS_COLUMNS_M012:
         if name not in have:
             db.execute(f"ALTER TABLE inference_stats ADD COLUMN {name} {sql_type}")
+
+
+STATS_COLUMNS_M013 = (
+    # who asked for the call: NULL for the app's own calls (the window, the CLI), 'api' for a
+    # call a client made through the local API server (desktop/serve)
+    ("source", "TEXT"),
+    # which client: the name of the API key it used (NULL: none, or not an API call); a
+    # revoked key's name stays on its calls
+    ("api_client", "TEXT"),
+)
+
+
+def m013_api_server(db: sqlite_utils.Database) -> None:
+    """The local API server (``desktop/serve``): its keys (only a SHA-256 of each: the key
+    itself lives in the OS keyring), which agents it serves and how, and the calls' source."""
+    db.executescript(
+        """
+        CREATE TABLE IF NOT EXISTS api_keys (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL UNIQUE COLLATE NOCASE,
+            key_hash TEXT NOT NULL UNIQUE,  -- hex SHA-256 of the key
+            hint TEXT NOT NULL,  -- the key's first and last characters, to tell keys apart
+            agent_ids TEXT,  -- JSON list of the agents it may call; NULL: every served agent
+            created_at TEXT NOT NULL,
+            last_used_at TEXT
+        );
+        CREATE TABLE IF NOT EXISTS served_agents (
+            agent_id INTEGER PRIMARY KEY REFERENCES agents(id) ON DELETE CASCADE,
+            exposed INTEGER NOT NULL DEFAULT 1,  -- listed and callable through the server
+            client_sampling INTEGER NOT NULL DEFAULT 0,  -- a client's temperature/max_tokens win
+            run_tools INTEGER NOT NULL DEFAULT 0  -- the agent's own MCP tools run for clients
+        );
+        """
+    )
+    have = {c.name for c in db["inference_stats"].columns}
+    for name, sql_type in STATS_COLUMNS_M013:
+        if name not in have:
+            db.execute(f"ALTER TABLE inference_stats ADD COLUMN {name} {sql_type}")
+    db.execute(
+        "CREATE INDEX IF NOT EXISTS stats_by_source ON inference_stats "
+        "(source, api_client, started_at) WHERE source IS NOT NULL"
+    )

@@ -20,6 +20,7 @@ from desktop.store.migrations_features import (
     STATS_COLUMNS_M008,
     STATS_COLUMNS_M010,
     STATS_COLUMNS_M012,
+    STATS_COLUMNS_M013,
 )
 from desktop.store.stats_export import rows_to_csv, rows_to_json
 from desktop.store.stats_query import (
@@ -92,6 +93,7 @@ STATS_COLUMNS = [
     *(name for name, _ in STATS_COLUMNS_M008),  # cache_source, cache_restore_ms
     *(name for name, _ in STATS_COLUMNS_M010),  # call_index, tool_calls, tool_ms
     *(name for name, _ in STATS_COLUMNS_M012),  # device, offloaded_layers, vram_bytes
+    *(name for name, _ in STATS_COLUMNS_M013),  # source, api_client
 ]
 EVERY_CALL = StatsFilter()
 EXPORT_COLUMNS = ["id", *STATS_COLUMNS]  # the keys of one export_rows() dict, in order
@@ -116,6 +118,11 @@ class StatsStore:
         cur = self._db.execute(sql, params)
         names = [d[0] for d in cur.description]
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+    def by_id(self, stats_id: int) -> dict[str, Any] | None:
+        """One call's row (an API call's timeline: it has no message)."""
+        rows = self._rows("SELECT * FROM inference_stats WHERE id = ?", [stats_id])
+        return rows[0] if rows else None
 
     def for_message(self, message_id: int) -> dict[str, Any] | None:
         rows = self._rows(

@@ -17,7 +17,7 @@ B-trees included; the reads at rank ~10 ms for all 50 agents.)
 from __future__ import annotations
 
 import string
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -76,6 +76,9 @@ SUMMARY_KEYS = (
     "tool_ms",  # how long those tools ran, summed (None when none ran)
 )
 
+# StatsFilter.source: the calls API clients made through the local server, or the app's own
+SOURCES = ("api", "app")
+
 DATE_HINT = "expected a date like 2026-11-30 (or a date and time like 2026-11-30T14:00)"
 
 
@@ -104,11 +107,15 @@ class StatsFilter:
     ``agents``: agent names (any case); empty = every agent. ``since``: an ISO date or
     date-time, inclusive ('2026-11-01' = from that day's start, UTC). ``until``: exclusive
     ('2026-12-01' = before that day). A bad date raises ``ValueError`` (``DATE_HINT``) here,
-    when the filter is made."""
+    when the filter is made. ``source``: 'api' for the calls API clients made through the
+    local server, 'app' for the app's own (window, CLI); None: both. ``clients``: the API
+    key names of those calls (any case); empty = every client."""
 
     agents: tuple[str, ...] = ()
     since: str | None = None
     until: str | None = None
+    source: str | None = None
+    clients: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for bound in (self.since, self.until):
@@ -116,10 +123,15 @@ class StatsFilter:
                 parse_when(bound)
         if isinstance(self.agents, str):  # a lone name, not a tuple of its letters
             object.__setattr__(self, "agents", (self.agents,))
+        if isinstance(self.clients, str):
+            object.__setattr__(self, "clients", (self.clients,))
+        if self.source not in (None, *SOURCES):
+            raise ValueError(f"source: expected one of {', '.join(SOURCES)}")
 
     def where(self, *extra: str, agents: bool = True) -> tuple[str, list[Any]]:
         """The WHERE clause (with ``extra`` conditions ANDed) and its parameters; with
-        ``agents=False`` only the time range (and ``extra``)."""
+        ``agents=False`` all but the agents (the time range, the source and clients, and
+        ``extra``)."""
         parts: list[str] = []
         params: list[Any] = []
         names = [a for a in dict.fromkeys(self.agents) if a] if agents else []
@@ -135,6 +147,14 @@ class StatsFilter:
         if self.until:
             parts.append("started_at < ?")
             params.append(parse_when(self.until))
+        if self.source == "api":
+            parts.append("source = 'api'")
+        elif self.source == "app":
+            parts.append("source IS NULL")
+        clients = [c for c in dict.fromkeys(self.clients) if c]
+        if clients:
+            parts.append(f"api_client COLLATE NOCASE IN ({', '.join('?' for _ in clients)})")
+            params.extend(clients)
         parts.extend(extra)
         return ("WHERE " + " AND ".join(parts)) if parts else "", params
 
@@ -364,7 +384,7 @@ def series(db: sqlite_utils.Database, f: StatsFilter, metric: str, limit: int) -
         # of those: no sort of every call of the chosen agents.
         parts, params = [], []
         for name in names:
-            where, given = StatsFilter((name,), f.since, f.until).where(f"{metric} IS NOT NULL")
+            where, given = replace(f, agents=(name,)).where(f"{metric} IS NOT NULL")
             parts.append(
                 f"SELECT * FROM ({columns} INDEXED BY stats_by_agent_name {where} {newest_first})"
             )

@@ -40,6 +40,7 @@ from desktop.ui.kit.elided_label import ElidedLabel
 from desktop.ui.kit.resources import app_icon
 from desktop.ui.kit.widgets import ask_text, confirm, plain_label, vbox
 from desktop.ui.models.page import ModelsPage
+from desktop.ui.server.page import ServerPage
 from desktop.ui.settings.dialog import SettingsDialog, footer_mode
 from desktop.ui.shell import transfer
 from desktop.ui.shell.keyring_notice import add_keyring_notice
@@ -130,6 +131,9 @@ class MainWindow(QMainWindow):
         self.compare_page = ComparePage(services, self.ask_save_path, self.ask_open_path)
         self.add_page("compare", self.compare_page, "Compare")
         self.compare_page.continue_requested.connect(self._continue_compared)
+        self.server_page = ServerPage(services)
+        self.add_page("server", self.server_page, "Server")
+        self.server_page.status.connect(self._say)
 
         emit_state = self.model_state_changed.emit
         self._state_listener = lambda state, detail: emit_state(state, detail)
@@ -491,6 +495,7 @@ class MainWindow(QMainWindow):
         """Until every streaming reply has finished and been stored."""
         await asyncio.gather(*(pane.presenter.wait() for pane in self.panes))
         await self.compare_page.wait_idle()
+        await self.server_page.stop()  # API calls under way end as cancelled
 
     def closeEvent(self, event: QCloseEvent) -> None:
         """Save the layout, stop every streaming reply (partial text is kept), close."""
