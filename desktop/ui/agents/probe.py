@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QGroupBox,
     QLineEdit,
-    QPushButton,
     QSizePolicy,
     QStyle,
     QStyleOptionComboBox,
@@ -34,6 +33,7 @@ from desktop.store.agents import Agent
 from desktop.ui.agents.endpoint import EndpointSection
 from desktop.ui.agents.form import FieldForm, WrapLabel, row, say, shown_text
 from desktop.ui.kit.async_door import run_blocking, start
+from desktop.ui.kit.widgets import push_button
 
 # The endpoint fields checked before connecting.
 ENDPOINT_FIELDS = ("kind", "base_url", "stall_timeout_s", "ca_bundle")
@@ -78,14 +78,16 @@ class EndpointProbe(QObject):
         self._model, self._name, self._typed = model, name, typed
         self._fetch_task: asyncio.Task[tuple[str, ...] | None] | None = None
         self._test_task: asyncio.Task[ConnectionReport | None] | None = None
-        self.fetch_button = QPushButton("Fetch models")
-        self.fetch_button.setToolTip("Ask the server which models it offers")
-        self.fetch_button.clicked.connect(self.fetch_models)
+        self.fetch_button = push_button(
+            "Fetch models", self.fetch_models, tip="Ask the server which models it offers"
+        )
         self.models_status = WrapLabel()
         self.models_status.hide()
-        self.test_button = QPushButton("Test connection")
-        self.test_button.setToolTip("List the server's models once: reachability, key, latency")
-        self.test_button.clicked.connect(self.test_connection)
+        self.test_button = push_button(
+            "Test connection",
+            self.test_connection,
+            tip="List the server's models once: reachability, key, latency",
+        )
         self.test_result = WrapLabel()
         self.test_result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.test_result.hide()

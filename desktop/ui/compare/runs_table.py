@@ -15,12 +15,10 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QHeaderView,
     QListWidget,
     QListWidgetItem,
     QTableWidget,
-    QTableWidgetItem,
 )
 
 from desktop.chat import prompt_runs
@@ -28,6 +26,7 @@ from desktop.chat.file_places import suggested_file
 from desktop.chat.prompt_runs import AgentSummary
 from desktop.chat.services import Services
 from desktop.store.stats import rows_to_csv
+from desktop.ui.kit.figures_table import figures_table, fill_figures
 from desktop.ui.kit.text_format import relative_time
 from desktop.ui.kit.widgets import cell_text
 from desktop.ui.stats.chart_axes import count_text, ms_text, tok_s_text, usd_text
@@ -147,41 +146,16 @@ class RunsTable(QTableWidget):
     """Per-agent results of one run; ``cells(row)`` reads back what a person sees."""
 
     def __init__(self) -> None:
-        super().__init__(0, len(COLUMNS))
-        self.setAccessibleName("Results per agent")
-        self.setStyleSheet("QTableWidget::item { padding: 0 4px; }")
-        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
-        self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self.verticalHeader().setVisible(False)
-        for col, (name, tip) in enumerate(COLUMNS):
-            item = QTableWidgetItem(name)
-            item.setToolTip(tip)
-            self.setHorizontalHeaderItem(col, item)
-        header = self.horizontalHeader()
-        header.setMinimumSectionSize(48)
-        header.setStretchLastSection(False)
+        super().__init__()
+        figures_table(self, "Results per agent", COLUMNS, 48)
         self.summaries: list[AgentSummary] = []
 
     def set_summaries(self, summaries: Sequence[AgentSummary]) -> None:
         """Fill from ``summarise``."""
         self.summaries = list(summaries)
-        header = self.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        self.setUpdatesEnabled(False)
-        self.setRowCount(len(self.summaries))
-        right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
-        for r, s in enumerate(self.summaries):
-            for c, (text, tip) in enumerate(summary_row_cells(s)):
-                item = QTableWidgetItem(text)
-                if tip:
-                    item.setToolTip(tip)
-                if c:
-                    item.setTextAlignment(right)
-                self.setItem(r, c, item)
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)  # the table fills its width
-        self.setUpdatesEnabled(True)
+        fill_figures(self, [summary_row_cells(s) for s in self.summaries])
+        # the table fills its width
+        self.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
 
     def cells(self, row: int) -> list[str]:
         return [cell_text(self, row, c) for c in range(self.columnCount())]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import sqlite3
 from collections.abc import Callable
@@ -57,6 +58,7 @@ from desktop.ui.compare.runs_table import (
 )
 from desktop.ui.kit.async_door import run_blocking, start
 from desktop.ui.kit.elided_label import ElidedLabel
+from desktop.ui.kit.file_export import export_in_background, export_row
 from desktop.ui.kit.widgets import FlowLayout, hbox, vbox
 
 log = logging.getLogger("simi.ui.runs")
@@ -108,7 +110,10 @@ class RunsView(QWidget):
         layout.addWidget(section)
         self.table = RunsTable()
         layout.addWidget(self.table, 2)
-        layout.addLayout(self._build_exports())
+        exports, self.csv_button, self.json_button, self.message = export_row(
+            "Save every call of this run (JSON: with the per-agent summary)", self.export
+        )
+        layout.addLayout(exports)
         self.reload_agents()
         self._update_buttons()
 
@@ -189,19 +194,6 @@ class RunsView(QWidget):
         column.addWidget(buttons)
         column.addWidget(self.progress)
         return column
-
-    def _build_exports(self) -> Any:
-        row = hbox(spacing=6)
-        self.csv_button = QPushButton("Export CSV…")
-        self.json_button = QPushButton("Export JSON…")
-        for button, fmt in ((self.csv_button, "csv"), (self.json_button, "json")):
-            button.setToolTip("Save every call of this run (JSON: with the per-agent summary)")
-            button.clicked.connect(lambda _=False, f=fmt: self.export(f))
-            row.addWidget(button)
-        self.message = ElidedLabel("")
-        self.message.setObjectName("DashboardMessage")
-        row.addWidget(self.message, 1)
-        return row
 
     # the inputs ------------------------------------------------------------------------------
     def reload_agents(self) -> None:
@@ -460,18 +452,10 @@ class RunsView(QWidget):
         if not path:
             return None
         remember(self._services.prefs, path)
-        services, run_id = self._services, run.id
-
-        async def write() -> None:
-            try:
-                count = await run_blocking(write_export, services, run_id, fmt, path)
-            except OSError as exc:
-                self._say(f"Could not write {path}: {exc.strerror or exc}. Choose another place.")
-                return
-            self._say(f"Exported {plural(count, 'call')} to {Path(path).name}")
-
-        self._say("Exporting…")
-        self.task = start(write(), name="runs-export")
+        write = functools.partial(write_export, self._services, run.id, fmt)
+        self.task = export_in_background(
+            path, write, lambda count: plural(count, "call"), self._say, "runs-export"
+        )
         return self.task
 
     # state -----------------------------------------------------------------------------------

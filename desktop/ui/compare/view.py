@@ -35,7 +35,15 @@ from desktop.store.agents import Agent
 from desktop.ui.compare.column import CompareColumn, fair_agent, winners
 from desktop.ui.compare.picker import MAX_AGENTS, MIN_AGENTS, AgentPicker
 from desktop.ui.compare.vote import VoteBar
-from desktop.ui.kit.widgets import ComposerEdit, FlowLayout, FocusFrame, ask_text, hbox, vbox
+from desktop.ui.kit.widgets import (
+    ComposerEdit,
+    FlowLayout,
+    FocusFrame,
+    ask_text,
+    hbox,
+    push_button,
+    vbox,
+)
 
 DEFAULT_SEED = 42
 DEFAULT_TEMPERATURE = 0.7
@@ -44,6 +52,17 @@ TITLE_CHARS = 80
 
 def column_label(position: int) -> str:
     return string.ascii_uppercase[position]
+
+
+def _saved_pick(name: str, width: int, activated: Callable[[int], None]) -> QComboBox:
+    """A menu of saved things (sets, comparisons) ``width`` characters wide, however long
+    the names it lists."""
+    pick = QComboBox()
+    pick.setAccessibleName(name)
+    pick.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+    pick.setMinimumContentsLength(width)
+    pick.activated.connect(activated)
+    return pick
 
 
 class CompareView(QWidget):
@@ -98,19 +117,13 @@ class CompareView(QWidget):
         bar.setObjectName("ChatHeader")
         flow = FlowLayout(bar, 8)
         flow.setContentsMargins(12, 8, 12, 8)
-        self.agents_button = QPushButton("Agents…")
-        self.agents_button.setToolTip("Choose the 2 to 6 agents to compare")
-        self.agents_button.clicked.connect(self.pick_agents)
-        self.set_pick = QComboBox()
-        self.set_pick.setAccessibleName("Saved agent sets")
-        self.set_pick.setSizeAdjustPolicy(
-            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        self.agents_button = push_button(
+            "Agents…", self.pick_agents, tip="Choose the 2 to 6 agents to compare"
         )
-        self.set_pick.setMinimumContentsLength(8)
-        self.set_pick.activated.connect(self._on_set_picked)
-        self.save_set_button = QPushButton("Save as set…")
-        self.save_set_button.setToolTip("Save these agents as a set to compare again")
-        self.save_set_button.clicked.connect(self.save_set)
+        self.set_pick = _saved_pick("Saved agent sets", 8, self._on_set_picked)
+        self.save_set_button = push_button(
+            "Save as set…", self.save_set, tip="Save these agents as a set to compare again"
+        )
         self.blind = QCheckBox("Blind")
         self.blind.setToolTip("Columns are A, B, … in a shuffled order until you vote")
         self.blind.toggled.connect(self._on_blind)
@@ -132,16 +145,11 @@ class CompareView(QWidget):
         self.temperature.setValidator(validator)
         digits = self.temperature.fontMetrics().horizontalAdvance("0.000")
         self.temperature.setMaximumWidth(digits + 24)
-        self.new_button = QPushButton("New comparison")
-        self.new_button.setToolTip("The same agents, new conversations")
-        self.new_button.clicked.connect(self.new_comparison)
-        self.session_pick = QComboBox()
-        self.session_pick.setAccessibleName("Saved comparisons")
-        self.session_pick.setSizeAdjustPolicy(
-            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        self.new_button = push_button(
+            "New comparison", self.new_comparison, tip="The same agents, new conversations"
         )
-        self.session_pick.setMinimumContentsLength(12)  # titles are long; the list shows all
-        self.session_pick.activated.connect(self._on_session_picked)
+        # titles are long; the list shows all
+        self.session_pick = _saved_pick("Saved comparisons", 12, self._on_session_picked)
         groups = (
             (self.agents_button, self.set_pick),
             (self.save_set_button,),

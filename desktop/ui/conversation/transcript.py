@@ -14,13 +14,13 @@ from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QResizeEvent
-from PySide6.QtWidgets import QLabel, QLayout, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QLayout, QVBoxLayout, QWidget
 
 from desktop.store.conversations import Message, Versions
 from desktop.ui.conversation.blit_scroll import BlitContent, BlitScrollArea
 from desktop.ui.conversation.bubble import BUBBLE_MAX_WIDTH, MessageBubble, MessageRow
 from desktop.ui.conversation.paging import BATCH, PAGE, PREFETCH_BUDGET_S, Edge, Paging
-from desktop.ui.kit.widgets import plain
+from desktop.ui.kit.widgets import plain, push_button
 
 STICK_MARGIN_PX = 32  # the view follows new text while it is this close to the bottom
 FOOTER_MODES = ("always", "hover", "never")
@@ -80,12 +80,10 @@ class Transcript(BlitScrollArea):
         self._layout.setSizeConstraint(QLayout.SizeConstraint.SetNoConstraint)  # see BlitContent
         self._layout.setContentsMargins(24, 16, 24, 16)
         self._layout.setSpacing(12)
-        self.earlier_button = QPushButton("Show earlier messages")
-        self.earlier_button.setObjectName("LoadMore")
-        self.earlier_button.clicked.connect(self.load_earlier)
-        self.later_button = QPushButton("Show later messages")
-        self.later_button.setObjectName("LoadMore")
-        self.later_button.clicked.connect(self.load_later)
+        self.earlier_button = push_button(
+            "Show earlier messages", self.load_earlier, name="LoadMore"
+        )
+        self.later_button = push_button("Show later messages", self.load_later, name="LoadMore")
         self.empty = EmptyState()
         # [earlier, empty, rows..., later, stretch]: see _insert_rows
         self._layout.addWidget(self.earlier_button, 0, Qt.AlignmentFlag.AlignHCenter)

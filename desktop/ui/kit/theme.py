@@ -55,57 +55,39 @@ class Colors:
     code_bg: str
 
 
-LIGHT = Colors(
-    dark=False,
-    window="#f5f6f8",
-    sidebar="#eef0f4",
-    surface="#ffffff",
-    raised="#ffffff",
-    text="#1d2129",
-    muted="#6b7280",
-    border="#dde1e8",
-    accent="#4f63e0",
-    accent_text="#ffffff",
-    accent_hover="#4053c9",
-    selection="#dfe4fb",
-    user_bubble="#e9edfd",
-    user_border="#d3dafa",
-    assistant_bubble="#f4f5f7",
-    assistant_border="#e6e8ec",
-    error_bg="#fdeeee",
-    error_border="#f3c4c4",
-    error_text="#a3201f",
-    warn_bg="#fff7e0",
-    warn_border="#f1dc9a",
-    warn_text="#6b4e00",
-    code_bg="#e4e7ee",
-)
+# Every colour role: (light, dark).
+_SCHEMES: dict[str, tuple[str, str]] = {
+    "window": ("#f5f6f8", "#1c1e23"),
+    "sidebar": ("#eef0f4", "#17191d"),
+    "surface": ("#ffffff", "#202329"),
+    "raised": ("#ffffff", "#272a31"),
+    "text": ("#1d2129", "#e6e8ec"),
+    "muted": ("#6b7280", "#9199a6"),
+    "border": ("#dde1e8", "#30343c"),
+    "accent": ("#4f63e0", "#7289f5"),
+    "accent_text": ("#ffffff", "#ffffff"),
+    "accent_hover": ("#4053c9", "#8398f7"),
+    "selection": ("#dfe4fb", "#2f3a66"),
+    "user_bubble": ("#e9edfd", "#2b3560"),
+    "user_border": ("#d3dafa", "#37437a"),
+    "assistant_bubble": ("#f4f5f7", "#292c33"),
+    "assistant_border": ("#e6e8ec", "#32363e"),
+    "error_bg": ("#fdeeee", "#3a2023"),
+    "error_border": ("#f3c4c4", "#6a2f35"),
+    "error_text": ("#a3201f", "#ff9e9e"),
+    "warn_bg": ("#fff7e0", "#3a3220"),
+    "warn_border": ("#f1dc9a", "#5e4f26"),
+    "warn_text": ("#6b4e00", "#f2d68a"),
+    "code_bg": ("#e4e7ee", "#1a1c20"),
+}
 
-DARK = Colors(
-    dark=True,
-    window="#1c1e23",
-    sidebar="#17191d",
-    surface="#202329",
-    raised="#272a31",
-    text="#e6e8ec",
-    muted="#9199a6",
-    border="#30343c",
-    accent="#7289f5",
-    accent_text="#ffffff",
-    accent_hover="#8398f7",
-    selection="#2f3a66",
-    user_bubble="#2b3560",
-    user_border="#37437a",
-    assistant_bubble="#292c33",
-    assistant_border="#32363e",
-    error_bg="#3a2023",
-    error_border="#6a2f35",
-    error_text="#ff9e9e",
-    warn_bg="#3a3220",
-    warn_border="#5e4f26",
-    warn_text="#f2d68a",
-    code_bg="#1a1c20",
-)
+
+def _scheme(dark: bool) -> Colors:
+    return Colors(dark, **{role: pair[1] if dark else pair[0] for role, pair in _SCHEMES.items()})
+
+
+LIGHT = _scheme(dark=False)
+DARK = _scheme(dark=True)
 
 
 def system_prefers_dark(app: QGuiApplication | None = None) -> bool:
@@ -126,23 +108,26 @@ def system_prefers_dark(app: QGuiApplication | None = None) -> bool:
 def palette_for(c: Colors) -> QPalette:
     p = QPalette()
     role = QPalette.ColorRole
-    p.setColor(role.Window, QColor(c.window))
-    p.setColor(role.WindowText, QColor(c.text))
-    p.setColor(role.Base, QColor(c.surface))
-    p.setColor(role.AlternateBase, QColor(c.assistant_bubble))
-    p.setColor(role.ToolTipBase, QColor(c.raised))
-    p.setColor(role.ToolTipText, QColor(c.text))
-    p.setColor(role.PlaceholderText, QColor(c.muted))
-    p.setColor(role.Text, QColor(c.text))
-    p.setColor(role.Button, QColor(c.raised))
-    p.setColor(role.ButtonText, QColor(c.text))
+    for r, colour in (
+        (role.Window, c.window),
+        (role.WindowText, c.text),
+        (role.Base, c.surface),
+        (role.AlternateBase, c.assistant_bubble),
+        (role.ToolTipBase, c.raised),
+        (role.ToolTipText, c.text),
+        (role.PlaceholderText, c.muted),
+        (role.Text, c.text),
+        (role.Button, c.raised),
+        (role.ButtonText, c.text),
+        (role.Highlight, c.accent),
+        (role.HighlightedText, c.accent_text),
+        (role.Link, c.accent),
+        (role.Mid, c.border),
+        (role.Midlight, c.border),
+        (role.Dark, c.border),
+    ):
+        p.setColor(r, QColor(colour))
     p.setColor(role.BrightText, QColor("#ff5555"))
-    p.setColor(role.Highlight, QColor(c.accent))
-    p.setColor(role.HighlightedText, QColor(c.accent_text))
-    p.setColor(role.Link, QColor(c.accent))
-    p.setColor(role.Mid, QColor(c.border))
-    p.setColor(role.Midlight, QColor(c.border))
-    p.setColor(role.Dark, QColor(c.border))
     p.setColor(role.Shadow, QColor("#000000"))
     for r in (role.Text, role.WindowText, role.ButtonText):
         p.setColor(QPalette.ColorGroup.Disabled, r, QColor(c.muted))

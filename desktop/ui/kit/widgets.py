@@ -1,10 +1,13 @@
 """Small reusable widgets: the composer, the sidebar item delegate, the info bar,
-``FlowLayout`` (a row that wraps onto more lines instead of squeezing its widgets), and plain
+``FlowLayout`` (a row that wraps onto more lines instead of squeezing its widgets), plain
 labels and message boxes (``plain``, ``plain_label``, ``message_box``, ``confirm``, ``warn``,
-``ask_text``: text from a model, a tool, a server or a file is never read as HTML)."""
+``ask_text``: text from a model, a tool, a server or a file is never read as HTML), and small
+builders (``push_button``, ``search_field``, ``column_scroll`` and ``scroll_column``: a page
+that scrolls up and down only, ``vbox``/``hbox``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TypeVar
 
 from PySide6.QtCore import (
@@ -29,8 +32,11 @@ from PySide6.QtWidgets import (
     QLabel,
     QLayout,
     QLayoutItem,
+    QLineEdit,
     QMessageBox,
     QPlainTextEdit,
+    QPushButton,
+    QScrollArea,
     QStyle,
     QStyledItemDelegate,
     QStyleOptionViewItem,
@@ -151,6 +157,50 @@ def cell_text(table: QTableWidget, row: int, column: int) -> str:
     return item.text() if item is not None else ""
 
 
+def push_button(
+    text: str,
+    clicked: Callable[[], object] | None = None,
+    *,
+    tip: str = "",
+    name: str = "",
+    accessible: str = "",
+) -> QPushButton:
+    """A button: ``clicked`` runs when it is pressed; ``tip``, object ``name`` and
+    ``accessible`` name when given."""
+    button = QPushButton(text)
+    for value, setter in (
+        (name, button.setObjectName),
+        (accessible, button.setAccessibleName),
+        (tip, button.setToolTip),
+    ):
+        if value:
+            setter(value)
+    if clicked is not None:
+        button.clicked.connect(clicked)
+    return button
+
+
+def search_field(name: str, placeholder: str, accessible: str) -> QLineEdit:
+    """A one-line search box with a clear button."""
+    field = QLineEdit()
+    field.setObjectName(name)
+    field.setPlaceholderText(placeholder)
+    field.setAccessibleName(accessible)
+    field.setClearButtonEnabled(True)
+    return field
+
+
+def column_scroll(name: str = "") -> QScrollArea:
+    """A frameless scroll area whose widget takes its width: it scrolls up and down only."""
+    area = QScrollArea()
+    if name:
+        area.setObjectName(name)
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.Shape.NoFrame)
+    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    return area
+
+
 def _set(box: Box, margins: Margins, spacing: int) -> Box:
     """``vbox``/``hbox``: a column/row layout (on ``parent`` when given), margins, spacing."""
     box.setContentsMargins(*margins)
@@ -168,6 +218,18 @@ def hbox(
     parent: QWidget | None = None, margins: Margins = (0, 0, 0, 0), spacing: int = 0
 ) -> QHBoxLayout:
     return _set(QHBoxLayout(parent) if parent is not None else QHBoxLayout(), margins, spacing)
+
+
+def scroll_column(
+    name: str, body_name: str, margins: Margins = (0, 0, 0, 0), spacing: int = 0
+) -> tuple[QScrollArea, QVBoxLayout]:
+    """A ``column_scroll`` holding one widget (``body_name``); its column layout, to fill."""
+    area = column_scroll(name)
+    body = QWidget()
+    body.setObjectName(body_name)
+    column = vbox(body, margins, spacing)
+    area.setWidget(body)
+    return area, column
 
 
 class ComposerEdit(QPlainTextEdit):

@@ -68,7 +68,21 @@ def text_height(text: str, font: QFont, width: int) -> int:
             line.setLineWidth(float(max(1, width)))
             total += line.height()
         layout.endLayout()
-    return max(math.ceil(total), math.ceil(line_height)) + 2
+    return content_height(total, line_height)
+
+
+def content_height(bottom: float, line: float) -> int:
+    """A text widget's height for content ending at ``bottom``: at least a ``line``, 2 px
+    under."""
+    return max(math.ceil(bottom), math.ceil(line)) + 2
+
+
+def fit_height(widget: QWidget, height: int) -> bool:
+    """Fix ``widget``'s height at ``height``; whether that changed it."""
+    if widget.height() == height:
+        return False
+    widget.setFixedHeight(height)
+    return True
 
 
 class _Piece:
@@ -226,12 +240,8 @@ class StreamText(QWidget):
         return last.top + last.height if self._width > 0 else 0.0
 
     def _fit(self) -> bool:
-        line = math.ceil(QFontMetricsF(self.font()).height())
-        height = max(math.ceil(self._bottom()), line) + 2
-        if self.height() == height:
-            return False
-        self.setFixedHeight(height)
-        return True
+        line = QFontMetricsF(self.font()).height()
+        return fit_height(self, content_height(self._bottom(), line))
 
     def sizeHint(self) -> QSize:
         return QSize(200, self.height())

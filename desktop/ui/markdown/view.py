@@ -15,7 +15,6 @@ as one string for screen readers: ``md_select.py``.
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_right
 from collections.abc import Callable
 
@@ -48,7 +47,7 @@ from desktop.ui.markdown.render import (
     paint_code_frame,
 )
 from desktop.ui.markdown.select import BlockSelection, Pos
-from desktop.ui.markdown.stream_text import StreamText, text_height
+from desktop.ui.markdown.stream_text import StreamText, content_height, fit_height, text_height
 
 
 class _Tail(StreamText):
@@ -316,18 +315,14 @@ class MarkdownView(BlockSelection, LazyLayout, QWidget):
 
     def _height_for(self, bottom: float) -> int:
         """The view's height for content ending at ``bottom`` (at least a line; 2 px under)."""
-        return max(math.ceil(bottom), math.ceil(self.style_.line)) + 2
+        return content_height(bottom, self.style_.line)
 
     def _wanted_height(self, grow_only: bool = False) -> int:
         height = self._height_for(self._bottom())
         return max(height, self.height()) if grow_only else height
 
     def _fit(self, grow_only: bool = False) -> bool:
-        height = self._wanted_height(grow_only)
-        if self.height() == height:
-            return False
-        self.setFixedHeight(height)
-        return True
+        return fit_height(self, self._wanted_height(grow_only))
 
     def sizeHint(self) -> QSize:
         return QSize(200, self.height())

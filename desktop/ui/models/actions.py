@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -149,12 +149,18 @@ class ModelActions(QObject):
         self.update_for(self._selected())
         return self.task
 
-    # new agent -------------------------------------------------------------------------------
-    def new_agent(self) -> asyncio.Task[Any] | None:
+    def _run_on_model(
+        self, step: Callable[[ModelEntry], Coroutine[Any, Any, None]], name: str
+    ) -> asyncio.Task[Any] | None:
+        """``step`` on the selected file, when its header could be read and nothing else runs."""
         entry = self._selected()
         if entry is None or entry.info is None or self.busy:
             return None
-        return self._run(self._new_agent(entry), "models: new agent")
+        return self._run(step(entry), name)
+
+    # new agent -------------------------------------------------------------------------------
+    def new_agent(self) -> asyncio.Task[Any] | None:
+        return self._run_on_model(self._new_agent, "models: new agent")
 
     async def _new_agent(self, entry: ModelEntry) -> None:
         taken = [a.name for a in self._services.agents.list()]
@@ -194,10 +200,7 @@ class ModelActions(QObject):
 
     # load / unload ---------------------------------------------------------------------------
     def load(self) -> asyncio.Task[Any] | None:
-        entry = self._selected()
-        if entry is None or entry.info is None or self.busy:
-            return None
-        return self._run(self._load(entry), "models: load")
+        return self._run_on_model(self._load, "models: load")
 
     async def _load(self, entry: ModelEntry) -> None:
         agents = self._services.agents.list()

@@ -24,7 +24,6 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QProgressBar,
     QPushButton,
-    QScrollArea,
     QSizePolicy,
     QToolButton,
     QVBoxLayout,
@@ -38,7 +37,7 @@ from desktop.hub.downloads import DownloadHandle, DownloadProgress, PendingDownl
 from desktop.hub.files import GgufModel
 from desktop.ui.kit.async_door import run_blocking, start
 from desktop.ui.kit.elided_label import ElidedLabel
-from desktop.ui.kit.widgets import ask, plain
+from desktop.ui.kit.widgets import ask, plain, scroll_column
 from desktop.ui.models.hub_format import percent, progress_texts
 
 log = logging.getLogger("simi.ui.hub")
@@ -176,18 +175,8 @@ class DownloadsPanel(QFrame):
         title = QLabel("DOWNLOADS")
         title.setObjectName("SectionLabel")
         outer.addWidget(title)
-        self.scroll_area = QScrollArea()
-        self.scroll_area.setObjectName("HubDownloadList")
-        self.scroll_area.setWidgetResizable(True)
-        self.scroll_area.setFrameShape(QFrame.Shape.NoFrame)
-        self.scroll_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        body = QWidget()
-        body.setObjectName("HubDownloadBody")
-        self.list = QVBoxLayout(body)
-        self.list.setContentsMargins(0, 0, 0, 0)
-        self.list.setSpacing(0)
+        self.scroll_area, self.list = scroll_column("HubDownloadList", "HubDownloadBody")
         self.list.addStretch(1)
-        self.scroll_area.setWidget(body)
         outer.addWidget(self.scroll_area)
         self.hide()
 

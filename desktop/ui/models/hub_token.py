@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 from desktop.chat.services import Services
 from desktop.errors import UserError
 from desktop.ui.kit.async_door import run_blocking, start
-from desktop.ui.kit.widgets import plain
+from desktop.ui.kit.widgets import plain, push_button
 
 TOKENS_PAGE = "huggingface.co/settings/tokens"
 
@@ -83,10 +83,9 @@ class TokenPanel(QFrame):
         saved_row = QHBoxLayout()
         self.saved_label = plain(QLabel("Token saved"))  # or the keyring's error
         self.saved_label.setObjectName("DialogNote")
-        self.remove = QPushButton("Remove")
-        self.remove.setObjectName("RetryButton")
-        self.remove.setAccessibleName("Remove the saved access token")
-        self.remove.clicked.connect(self._remove)
+        self.remove = push_button(
+            "Remove", self._remove, name="RetryButton", accessible="Remove the saved access token"
+        )
         saved_row.addWidget(self.saved_label, 1)
         saved_row.addWidget(self.remove)
         outer.addLayout(saved_row)

@@ -30,12 +30,8 @@ from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QComboBox,
-    QFrame,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
-    QPushButton,
-    QScrollArea,
     QSplitter,
     QStackedWidget,
     QVBoxLayout,
@@ -50,6 +46,7 @@ from desktop.hub.files import GgufModel, fit_of, info_for
 from desktop.local.catalog import ModelInfo
 from desktop.ui.kit.async_door import run_blocking, start
 from desktop.ui.kit.elided_label import ElidedLabel
+from desktop.ui.kit.widgets import push_button, scroll_column, search_field
 from desktop.ui.models.hub_downloads import DownloadsPanel
 from desktop.ui.models.hub_format import size_text
 from desktop.ui.models.hub_parts import EmptyState, Notice
@@ -85,38 +82,31 @@ class HubView(QWidget):
         layout.setSpacing(6)
         row = QHBoxLayout()
         row.setSpacing(6)
-        self.search_box = QLineEdit()
-        self.search_box.setObjectName("SearchBox")
-        self.search_box.setPlaceholderText("Search models, e.g. qwen 2.5")
-        self.search_box.setAccessibleName("Search the Hugging Face Hub")
-        self.search_box.setClearButtonEnabled(True)
+        self.search_box = search_field(
+            "SearchBox", "Search models, e.g. qwen 2.5", "Search the Hugging Face Hub"
+        )
         self.search_box.returnPressed.connect(self._search_clicked)
-        self.search_button = QPushButton("Search")
-        self.search_button.setObjectName("PrimaryButton")
-        self.search_button.setAccessibleName("Search the Hugging Face Hub")
-        self.search_button.clicked.connect(self._search_clicked)
-        self.token_button = QPushButton("Access token")
-        self.token_button.setToolTip("An access token for gated or private repositories")
-        self.token_button.setAccessibleName("Access token for gated or private repositories")
-        self.token_button.clicked.connect(self._token_clicked)
+        self.search_button = push_button(
+            "Search",
+            self._search_clicked,
+            name="PrimaryButton",
+            accessible="Search the Hugging Face Hub",
+        )
+        self.token_button = push_button(
+            "Access token",
+            self._token_clicked,
+            tip="An access token for gated or private repositories",
+            accessible="Access token for gated or private repositories",
+        )
         row.addWidget(self.search_box, 1)
         row.addWidget(self.search_button)
         row.addWidget(self.token_button)
         layout.addLayout(row)
         # Below the search row everything scrolls as one when the window is too short for it
         # (the smallest window with the token panel open): nothing is squeezed or clipped.
-        self.body = QScrollArea()
-        self.body.setObjectName("HubBody")
-        self.body.setWidgetResizable(True)
-        self.body.setFrameShape(QFrame.Shape.NoFrame)
-        self.body.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        inner = QWidget()
-        inner.setObjectName("HubBodyInner")
-        outer, layout = layout, QVBoxLayout(inner)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(6)
-        self.body.setWidget(inner)
-        outer.addWidget(self.body, 1)
+        self.body, inner = scroll_column("HubBody", "HubBodyInner", spacing=6)
+        layout.addWidget(self.body, 1)
+        layout = inner  # what follows is added to the scrolled column
 
         self.status = ElidedLabel("")
         self.status.setObjectName("DialogNote")

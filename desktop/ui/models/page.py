@@ -24,12 +24,10 @@ from typing import Any
 from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtWidgets import (
     QFileDialog,
-    QFrame,
     QLabel,
     QListWidget,
     QListWidgetItem,
     QPushButton,
-    QScrollArea,
     QTabWidget,
     QWidget,
 )
@@ -41,7 +39,7 @@ from desktop.local.catalog import ModelEntry
 from desktop.local.gpu import GpuSupport
 from desktop.local.gpu_text import backend_text
 from desktop.ui.kit.async_door import run_blocking, start
-from desktop.ui.kit.widgets import FlowLayout, plain, vbox
+from desktop.ui.kit.widgets import FlowLayout, column_scroll, plain, vbox
 from desktop.ui.models.actions import ModelActions
 from desktop.ui.models.facts import detail_facts
 from desktop.ui.models.library import COLUMNS, ERROR_COLUMN, PATH_ROLE, LibraryTable
@@ -165,11 +163,7 @@ class ModelsPage(QTabWidget):
         self.folder_list.currentItemChanged.connect(lambda *_: self._update_buttons())
         self.table.itemSelectionChanged.connect(self._selection_changed)
 
-        scroll = QScrollArea()
-        scroll.setObjectName("ModelsLibraryScroll")
-        scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QFrame.Shape.NoFrame)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll = column_scroll("ModelsLibraryScroll")
         scroll.setWidget(content)
         return scroll
 

@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any, Protocol
 
-from PySide6.QtWidgets import QFormLayout, QLabel, QPushButton
+from PySide6.QtWidgets import QFormLayout, QLabel
 
 from desktop.chat.services import cache_budgets
 from desktop.errors import UserError
@@ -22,6 +22,7 @@ from desktop.local.prompt_cache import PREF_PROMPT_CACHE_MB, PREF_SAVED_STATES_M
 from desktop.settings.prefs import Preferences
 from desktop.ui.agents.form import row, say
 from desktop.ui.kit.async_door import loop_running, start
+from desktop.ui.kit.widgets import push_button
 from desktop.ui.settings.parts import choice_box, note
 
 MEMORY_CHOICES = (
@@ -100,13 +101,13 @@ class CacheSection:
         form.addRow("Saved system prompts on disk", self.saved)
         self.sizes: QLabel = note("", "CacheSizes")
         self.sizes.setAccessibleName("Prompt cache sizes")
-        self.clear_button = QPushButton("Clear caches")
-        self.clear_button.setAccessibleName("Clear the prompt caches")
-        self.clear_button.setToolTip(
-            "Empty the memory caches and delete the saved system prompts (they are made again "
-            "as you chat)"
+        self.clear_button = push_button(
+            "Clear caches",
+            self.clear,
+            accessible="Clear the prompt caches",
+            tip="Empty the memory caches and delete the saved system prompts (they are made "
+            "again as you chat)",
         )
-        self.clear_button.clicked.connect(self.clear)
         form.addRow(row(self.sizes, self.clear_button))
         form.addRow(note(CACHE_NOTE))
         if local is None:

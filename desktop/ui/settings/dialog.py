@@ -22,11 +22,8 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
     QDialogButtonBox,
-    QFrame,
     QGroupBox,
     QHBoxLayout,
-    QPushButton,
-    QScrollArea,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -54,6 +51,7 @@ from desktop.ui.agents.form import row, say
 from desktop.ui.conversation.warm_local import PREF_KEEP_READY, keep_ready
 from desktop.ui.kit.async_door import run_blocking, start
 from desktop.ui.kit.elided_label import ElidedLabel
+from desktop.ui.kit.widgets import column_scroll, push_button
 from desktop.ui.settings import appearance
 from desktop.ui.settings.cache import CacheRuntime, CacheSection
 from desktop.ui.settings.parts import PathLabel, choice_box, group_box, note, same_widths
@@ -137,11 +135,7 @@ class SettingsDialog(QDialog):
             self._data_group(),
             self._privacy_group(),
         ]
-        self.scroll_area = QScrollArea()
-        self.scroll_area.setObjectName("SettingsScroll")
-        self.scroll_area.setWidgetResizable(True)
-        self.scroll_area.setFrameShape(QFrame.Shape.NoFrame)
-        self.scroll_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll_area = column_scroll("SettingsScroll")
         self.scroll_area.setWidget(self.body)
         self.buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
@@ -287,13 +281,13 @@ class SettingsDialog(QDialog):
     def _prices_group(self) -> QGroupBox:
         group, form = group_box("Prices")
         self.prices_info = note("Prices: checking…")
-        self.update_prices_button = QPushButton("Update prices")
-        self.update_prices_button.setAccessibleName("Update prices")
-        self.update_prices_button.setToolTip(
-            "Download the latest model prices (genai-prices, from GitHub) once. Costs of new "
-            "calls use them; calls already made keep the cost they were given."
+        self.update_prices_button = push_button(
+            "Update prices",
+            self.update_prices,
+            accessible="Update prices",
+            tip="Download the latest model prices (genai-prices, from GitHub) once. Costs of "
+            "new calls use them; calls already made keep the cost they were given.",
         )
-        self.update_prices_button.clicked.connect(self.update_prices)
         self.prices_status = note("", "")
         self.prices_status.hide()
         self._show_prices_in_use()
@@ -306,10 +300,12 @@ class SettingsDialog(QDialog):
         group, form = group_box("Data")
         paths = self._paths
         self.data_folder = self._path_label(paths.data_dir, "Data folder")
-        self.open_folder_button = QPushButton("Open folder")
-        self.open_folder_button.setAccessibleName("Open the data folder")
-        self.open_folder_button.setToolTip("Show the data folder in your file manager")
-        self.open_folder_button.clicked.connect(self.open_data_folder)
+        self.open_folder_button = push_button(
+            "Open folder",
+            self.open_data_folder,
+            accessible="Open the data folder",
+            tip="Show the data folder in your file manager",
+        )
         form.addRow("Data folder", row(self.data_folder, self.open_folder_button))
         self.settings_file = self._path_label(paths.settings_path, "Settings file")
         self.log_folder = self._path_label(paths.log_dir, "Log folder")

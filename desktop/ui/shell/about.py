@@ -14,7 +14,6 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QFormLayout,
     QLabel,
-    QPushButton,
     QVBoxLayout,
     QWidget,
 )
@@ -22,7 +21,7 @@ from PySide6.QtWidgets import (
 from desktop import APP_NAME, __version__
 from desktop.identity import LICENCE, SUMMARY, identity, licences_text
 from desktop.settings.paths import AppPaths
-from desktop.ui.kit.widgets import plain
+from desktop.ui.kit.widgets import plain, push_button
 
 __all__ = ["LICENCE", "SUMMARY", "AboutDialog", "facts", "open_about", "report_text"]
 
@@ -62,10 +61,12 @@ class AboutDialog(QDialog):
             form.addRow(what, label)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.close)
-        self.copy_button = QPushButton("Copy")
-        self.copy_button.setAccessibleName("Copy these details")
-        self.copy_button.setToolTip("Copy the version and these details, for a bug report")
-        self.copy_button.clicked.connect(self.copy)
+        self.copy_button = push_button(
+            "Copy",
+            self.copy,
+            accessible="Copy these details",
+            tip="Copy the version and these details, for a bug report",
+        )
         buttons.addButton(self.copy_button, QDialogButtonBox.ButtonRole.ActionRole)
         self.copied = QLabel("")
         self.copied.setObjectName("DialogNote")

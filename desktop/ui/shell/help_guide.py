@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
     QListWidget,
     QTextBrowser,
     QTextEdit,
@@ -29,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from desktop.local.starter import STARTER_AGENT_NAME
 from desktop.ui.kit import theme
+from desktop.ui.kit.widgets import search_field
 from desktop.ui.settings.dialog import AUTOMATIC_NOTE, DATA_NOTE, PRIVACY_TEXT
 from desktop.ui.shell.shortcuts import SHORTCUTS, describe, native_text
 from desktop.ui.stats.timeline_help import DEFINITIONS_HTML, TERMS_HTML
@@ -193,11 +193,7 @@ class UserGuide(QDialog):
         self.setWindowTitle("SIMI Multi user guide")
         self.setModal(False)
         self.sections = sections()
-        self.search = QLineEdit()
-        self.search.setObjectName("GuideSearch")
-        self.search.setPlaceholderText("Search the guide")
-        self.search.setAccessibleName("Search the guide")
-        self.search.setClearButtonEnabled(True)
+        self.search = search_field("GuideSearch", "Search the guide", "Search the guide")
         self.search.textChanged.connect(self.find_words)
         self.search.returnPressed.connect(self.find_next)
         self.found = QLabel("")

@@ -17,27 +17,24 @@ Signals: refreshed(): the page shows a new answer; status(str): a line for the w
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import sqlite3
 from collections.abc import Callable, Iterable
 from datetime import date, datetime
-from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QDate, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap, QShowEvent
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QComboBox,
     QDateEdit,
     QFrame,
-    QHeaderView,
     QLabel,
     QPushButton,
     QScrollArea,
     QStackedWidget,
     QTableWidget,
-    QTableWidgetItem,
     QWidget,
 )
 
@@ -46,6 +43,8 @@ from desktop.errors import UserError
 from desktop.store.stats import StatsFilter, StatsStore, rows_to_csv, rows_to_json
 from desktop.ui.kit.async_door import run_blocking, start
 from desktop.ui.kit.elided_label import ElidedLabel
+from desktop.ui.kit.figures_table import figures_table, fill_figures, fit_rows_height, set_columns
+from desktop.ui.kit.file_export import export_in_background, export_row
 from desktop.ui.kit.widgets import hbox, plain, vbox
 from desktop.ui.stats.chart_axes import METRICS, metric
 from desktop.ui.stats.charts import Bar, BarGroup, CompareBars, TimeChart, agent_colors
@@ -130,7 +129,10 @@ class StatsPage(QWidget):
 
         layout = vbox(self, (16, 12, 16, 8), 8)
         layout.addLayout(self._build_filters())
-        layout.addLayout(self._build_actions())
+        actions, self.csv_button, self.json_button, self.message = export_row(
+            "Save every call of the chosen agents in the date range, all columns", self.export
+        )
+        layout.addLayout(actions)
         self.body = QStackedWidget()
         self.body.addWidget(self._build_empty())
         self.body.addWidget(self._build_content())
@@ -174,19 +176,6 @@ class StatsPage(QWidget):
         self.refresh_button.clicked.connect(lambda: self.refresh())
         return row
 
-    def _build_actions(self) -> Any:
-        row = hbox(spacing=6)
-        self.csv_button = QPushButton("Export CSV…")
-        self.json_button = QPushButton("Export JSON…")
-        for button, fmt in ((self.csv_button, "csv"), (self.json_button, "json")):
-            button.setToolTip("Save every call of the chosen agents in the date range, all columns")
-            button.clicked.connect(lambda _=False, f=fmt: self.export(f))
-            row.addWidget(button)
-        self.message = ElidedLabel("")  # one line; the whole text in its tooltip
-        self.message.setObjectName("DashboardMessage")
-        row.addWidget(self.message, 1)
-        return row
-
     def _build_empty(self) -> QWidget:
         page = QWidget()
         layout = vbox(page, (24, 24, 24, 24), 10)
@@ -219,18 +208,9 @@ class StatsPage(QWidget):
         self.headline.setWordWrap(True)
         layout.addWidget(self.headline)
         layout.addWidget(_section("PER AGENT"))
-        self.table = QTableWidget(0, len(COLUMNS))
-        self.table.setAccessibleName("Figures per agent")
-        self.table.setStyleSheet("QTableWidget::item { padding: 0 4px; }")
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
-        self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self.table.verticalHeader().setVisible(False)
+        # the last column is not stretched: never cut a cost short, scroll instead
+        self.table = figures_table(QTableWidget(), "Figures per agent", COLUMNS, 40)
         self.table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self._set_columns(COLUMNS)
-        header = self.table.horizontalHeader()
-        header.setMinimumSectionSize(40)
-        header.setStretchLastSection(False)  # never cut a cost short: scroll instead
         layout.addWidget(self.table)
         chart_row = hbox(spacing=8)
         chart_row.addWidget(_section("OVER TIME"))
@@ -378,41 +358,15 @@ class StatsPage(QWidget):
             f"{calls:,} of {total:,} calls in the range ({len(rows)} of {len(snap.agents)} agents)"
         )
 
-    def _set_columns(self, columns: tuple[tuple[str, str], ...]) -> None:
-        self.table.setColumnCount(len(columns))
-        for col, (name, tip) in enumerate(columns):
-            item = QTableWidgetItem(name)
-            item.setToolTip(tip)
-            self.table.setHorizontalHeaderItem(col, item)
-
     def _fill_table(self, rows: list[dict[str, Any]], colors: dict[str, QColor]) -> None:
         tools = uses_tools(rows)  # the tool columns only when an agent here used tools
         columns = table_columns(tools)
         if self.table.columnCount() != len(columns):
-            self._set_columns(columns)
-        header = self.table.horizontalHeader()
-        # sized once when filled (ResizeToContents would measure again after every cell)
-        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        self.table.setUpdatesEnabled(False)
-        self.table.setRowCount(len(rows))
-        right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
-        for r, row in enumerate(rows):
-            for c, (text, tip) in enumerate(summary_cells(row, tools)):
-                item = QTableWidgetItem(text)
-                if tip:
-                    item.setToolTip(tip)
-                if c == 0:
-                    item.setIcon(_dot(colors.get(str(row["agent"]), QColor("gray"))))
-                else:
-                    item.setTextAlignment(right)
-                self.table.setItem(r, c, item)
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)  # once, now
-        self.table.setUpdatesEnabled(True)
-        height = header.height() + 2 * self.table.frameWidth()
-        height += sum(self.table.rowHeight(r) for r in range(len(rows)))
-        if header.length() > self.table.width() - 2 * self.table.frameWidth():
-            height += self.table.horizontalScrollBar().sizeHint().height()
-        self.table.setFixedHeight(max(height, 60))
+            set_columns(self.table, columns)
+        cells = [summary_cells(row, tools) for row in rows]
+        icons = [_dot(colors.get(str(row["agent"]), QColor("gray"))) for row in rows]
+        fill_figures(self.table, cells, icons)
+        fit_rows_height(self.table, 60)
 
     # the dots --------------------------------------------------------------------------------
     def open_point(self, conversation_id: int | None, message_id: int | None) -> None:
@@ -453,18 +407,10 @@ class StatsPage(QWidget):
         path = self._ask_save_path("Export stats", suggested, filters)
         if not path:
             return None
-        stats = self._services.stats
-
-        async def write() -> None:
-            try:
-                count = await run_blocking(_write_export, stats, f, fmt, path)
-            except OSError as exc:
-                self._say(f"Could not write {path}: {exc.strerror or exc}. Choose another place.")
-                return
-            self._say(f"Exported {count:,} calls to {Path(path).name}")
-
-        self._say("Exporting…")
-        self.export_task = start(write(), name="stats-export")
+        write = functools.partial(_write_export, self._services.stats, f, fmt)
+        self.export_task = export_in_background(
+            path, write, lambda count: f"{count:,} calls", self._say, "stats-export"
+        )
         return self.export_task
 
     # watching for new calls ------------------------------------------------------------------

@@ -18,11 +18,8 @@ import sqlite3
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QAbstractItemView,
-    QHeaderView,
     QLabel,
     QTableWidget,
-    QTableWidgetItem,
     QWidget,
 )
 
@@ -31,6 +28,7 @@ from desktop.chat.services import Services
 from desktop.errors import UserError
 from desktop.store.compare import CompareStore
 from desktop.ui.kit.async_door import run_blocking, start
+from desktop.ui.kit.figures_table import figures_table, fill_figures, fit_rows_height
 from desktop.ui.kit.widgets import cell_text, vbox
 
 log = logging.getLogger("simi.ui.ratings")
@@ -92,21 +90,8 @@ class RatingSection(QWidget):
         self.how = QLabel(HOW)
         self.how.setObjectName("EmptyHint")
         self.how.setWordWrap(True)
-        self.table = QTableWidget(0, len(COLUMNS))
-        self.table.setAccessibleName("Ratings per agent")
-        self.table.setStyleSheet("QTableWidget::item { padding: 0 4px; }")
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
-        self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self.table.verticalHeader().setVisible(False)
+        self.table = figures_table(QTableWidget(), "Ratings per agent", COLUMNS, 48)
         self.table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        for col, (name, tip) in enumerate(COLUMNS):
-            item = QTableWidgetItem(name)
-            item.setToolTip(tip)
-            self.table.setHorizontalHeaderItem(col, item)
-        header = self.table.horizontalHeader()
-        header.setMinimumSectionSize(48)
-        header.setStretchLastSection(False)
         for w in (title, self.how, self.table):
             layout.addWidget(w)
         self.setVisible(False)  # until votes are found
@@ -137,26 +122,8 @@ class RatingSection(QWidget):
     def _show(self, ratings: list[Rating]) -> None:
         self.ratings = ratings
         self.setVisible(bool(ratings))
-        header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        self.table.setUpdatesEnabled(False)
-        self.table.setRowCount(len(ratings))
-        right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
-        for r, rating in enumerate(ratings):
-            for c, (text, tip) in enumerate(rating_cells(rating)):
-                item = QTableWidgetItem(text)
-                if tip:
-                    item.setToolTip(tip)
-                if c:
-                    item.setTextAlignment(right)
-                self.table.setItem(r, c, item)
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.table.setUpdatesEnabled(True)
-        height = header.height() + 2 * self.table.frameWidth()
-        height += sum(self.table.rowHeight(r) for r in range(len(ratings)))
-        if header.length() > self.table.width() - 2 * self.table.frameWidth():
-            height += self.table.horizontalScrollBar().sizeHint().height()
-        self.table.setFixedHeight(max(height, 48))
+        fill_figures(self.table, [rating_cells(rating) for rating in ratings])
+        fit_rows_height(self.table, 48)
         self.refreshed.emit()
 
     def cells(self, row: int) -> list[str]:

@@ -20,12 +20,10 @@ from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QDialog,
-    QFrame,
     QGridLayout,
     QHBoxLayout,
     QLabel,
     QPushButton,
-    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
@@ -34,6 +32,7 @@ from desktop.chat.timeline import Marker, Segment, Timeline, build_timeline
 from desktop.chat.timeline_facts import Fact
 from desktop.chat.turn_timeline import STATUS_WORDS, TurnTimeline, build_turn_timeline
 from desktop.ui.kit.theme import Colors, current_colors, current_text_scale, scale_font_sizes
+from desktop.ui.kit.widgets import push_button, scroll_column
 from desktop.ui.stats.timeline_chart import SplitBar, TimelineChart, kind_color
 from desktop.ui.stats.timeline_help import TimelineHelp
 
@@ -106,16 +105,9 @@ class TimelinePanel(QDialog):
 
         outer = QVBoxLayout(self)
         outer.setContentsMargins(10, 10, 10, 10)
-        self.scroll_area = QScrollArea()
-        self.scroll_area.setObjectName("TimelineScroll")
-        self.scroll_area.setWidgetResizable(True)
-        self.scroll_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.scroll_area.setFrameShape(QFrame.Shape.NoFrame)
-        body = QWidget()
-        body.setObjectName("TimelineBody")
-        self.body = QVBoxLayout(body)
-        self.body.setContentsMargins(4, 0, 8, 0)
-        self.body.setSpacing(8)
+        self.scroll_area, self.body = scroll_column(
+            "TimelineScroll", "TimelineBody", (4, 0, 8, 0), 8
+        )
         self._into = self.body  # where the _build_* methods add
         self.call_host: QWidget | None = None
         if self.turn is None:
@@ -125,18 +117,18 @@ class TimelinePanel(QDialog):
             self.call_host = self._call_section()
             self.body.addWidget(self.call_host)
         self.body.addStretch(1)
-        self.scroll_area.setWidget(body)
         outer.addWidget(self.scroll_area, 1)
 
         buttons = QHBoxLayout()
-        self.help_button = QPushButton("How to read this")
-        self.help_button.setToolTip("What tokens, prefill, KV cache, TTFT and decode mean")
-        self.help_button.clicked.connect(self.show_help)
-        self.copy_button = QPushButton("Copy as text")
-        self.copy_button.setToolTip("Copy every figure of this timeline")
-        self.copy_button.clicked.connect(self.copy_text)
-        self.close_button = QPushButton("Close")
-        self.close_button.clicked.connect(self.close)
+        self.help_button = push_button(
+            "How to read this",
+            self.show_help,
+            tip="What tokens, prefill, KV cache, TTFT and decode mean",
+        )
+        self.copy_button = push_button(
+            "Copy as text", self.copy_text, tip="Copy every figure of this timeline"
+        )
+        self.close_button = push_button("Close", self.close)
         buttons.addWidget(self.help_button)
         buttons.addStretch(1)
         buttons.addWidget(self.copy_button)
