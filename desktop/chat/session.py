@@ -79,6 +79,9 @@ class Turn:
     # every tool call (``store/tool_steps.py``).
     calls: list[CallStats] = field(default_factory=list)
     steps: list[ToolStep] = field(default_factory=list)
+    # A turn an API client asked for (``desktop/serve``): its rows say so, with the key's name.
+    source: str | None = None
+    api_client: str | None = None
 
 
 class ChatService:
@@ -478,6 +481,8 @@ class ChatService:
             conversation_id=turn.conversation_id,
             call_index=len(turn.calls) + 1,
             steps=steps,
+            source=turn.source,
+            api_client=turn.api_client,
         )
         call.record(stats)
         turn.calls.append(stats)

@@ -56,6 +56,8 @@ def call_stats(
     conversation_id: int,
     call_index: int,
     steps: Sequence[ToolStep],
+    source: str | None = None,
+    api_client: str | None = None,
 ) -> CallStats:
     """One model call of a turn's record (``ModelCall.stats``): its reply, its index in the
     turn and the tools it asked for (how many, how long they ran; None when it asked for
@@ -69,6 +71,8 @@ def call_stats(
         call_index=call_index,
         tool_calls=len(steps) if steps else None,
         tool_ms=round(sum(ran), 1) if ran else None,
+        source=source,
+        api_client=api_client,
     )
 
 

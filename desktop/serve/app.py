@@ -30,7 +30,7 @@ from desktop.chat.one_shot import OneShot
 from desktop.llm.events import Finished, ReasoningDelta, TextDelta, ToolCall
 from desktop.serve import guard
 from desktop.serve.activity import Activity, Served
-from desktop.serve.calls import ApiCall
+from desktop.serve.calls import ApiCall, Runner, one_call
 from desktop.serve.config import ServeConfig
 from desktop.serve.gate import LocalGate
 from desktop.serve.keys import ApiKeys
@@ -63,8 +63,11 @@ class ServeContext:
     deps: CallDeps
     gate: LocalGate
     activity: Activity
-    # keep an API call as a conversation (the setting): (agent, request messages, reply)
-    keep: Callable[[Agent, Any, OneShot], None] | None = None
+    # an agent that runs its own tools answers as a conversation turn: (agent, request,
+    # client) -> its runner, or None when the agent has no tools to run (``serve/turns.py``)
+    turn_runner: Callable[[Agent, Any, str | None], Runner | None] | None = None
+    # keep an API call as a conversation (the setting): (agent, request, reply, client)
+    keep: Callable[[Agent, Any, OneShot, str | None], None] | None = None
 
 
 def error_response(error: ApiError, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -247,7 +250,7 @@ class ApiRoutes:
             if key is not None:
                 ctx.keys.store.touch(key.id)
             chat_request = agent_request(agent, ask, client_sampling=served.client_sampling)
-            return await self._answer(request, entry, agent, chat_request, ask, key)
+            return await self._answer(request, entry, (agent, served), chat_request, ask, key)
         except ApiError as error:
             if entry is not None:
                 entry.state, entry.status, entry.error = "refused", error.status, error.message
@@ -260,12 +263,19 @@ class ApiRoutes:
         self,
         request: Request,
         entry: Served,
-        agent: Agent,
+        found: tuple[Agent, ServedAgent],
         chat_request: Any,
         ask: Any,
         key: ApiKeyRecord | None,
     ) -> Response:
         ctx = self.ctx
+        agent, served = found
+        client = key.name if key else None
+        runner = (
+            ctx.turn_runner(agent, chat_request, client)
+            if ctx.turn_runner is not None and served.run_tools and not ask.tools
+            else None
+        )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + ctx.config.queue_timeout_s
         placed: float | None = None
@@ -287,15 +297,14 @@ class ApiRoutes:
             if result.status == "error":
                 entry.error = result.error_text or ""
             ctx.activity.changed(entry)
-            if ctx.keep is not None and result.status != "error":
+            # a turn (its own tools) is a conversation already
+            if ctx.keep is not None and runner is None and result.status != "error":
                 try:
-                    ctx.keep(agent, chat_request, result)
+                    ctx.keep(agent, chat_request, result, client)
                 except Exception:
                     log.exception("could not keep the API call as a conversation")
 
-        call = ApiCall(
-            ctx.deps, agent, chat_request, key_name=key.name if key else None, on_done=done
-        )
+        call = ApiCall(runner or one_call(ctx.deps, agent, chat_request, client), on_done=done)
         entry.state = "answering"
         ctx.activity.changed(entry)
         try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from desktop.chat.call import CallDeps
@@ -68,29 +68,53 @@ def _outcome(task: asyncio.Task[OneShot]) -> OneShot | None:
     return task.result()
 
 
+# How an ApiCall's reply is made: given where its events go, where its clock goes and where a
+# usage of its own goes (several model calls), the awaitable of its result (``one_call``;
+# ``serve/turns.py`` for an agent running its own tools).
+Runner = Callable[
+    [
+        Callable[[StreamEvent], None],
+        Callable[[StatsClock], None],
+        Callable[[dict[str, Any]], None],
+    ],
+    Awaitable[OneShot],
+]
+
+
+def one_call(deps: CallDeps, agent: Agent, request: ChatRequest, key_name: str | None) -> Runner:
+    """One model call through the one call path, its row tagged as an API client's."""
+
+    def run(
+        on_event: Callable[[StreamEvent], None],
+        on_clock: Callable[[StatsClock], None],
+        _set_usage: Callable[[dict[str, Any]], None],
+    ) -> Awaitable[OneShot]:
+        return call_once(
+            deps,
+            agent,
+            request,
+            on_event=on_event,
+            on_clock=on_clock,
+            source="api",
+            api_client=key_name,
+        )
+
+    return run
+
+
 class ApiCall:
     def __init__(
         self,
-        deps: CallDeps,
-        agent: Agent,
-        request: ChatRequest,
+        runner: Runner,
         *,
-        key_name: str | None,
         on_done: Callable[[OneShot | None], None] | None = None,
     ) -> None:
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self.clock: StatsClock | None = None
         self.waiting = False  # the local pool said every worker is busy
+        self.final_usage: dict[str, Any] | None = None  # a runner's own sum (several calls)
         self.task: asyncio.Task[OneShot] = asyncio.ensure_future(
-            call_once(
-                deps,
-                agent,
-                request,
-                on_event=self._queue.put_nowait,
-                on_clock=self._take_clock,
-                source="api",
-                api_client=key_name,
-            )
+            runner(self._queue.put_nowait, self._take_clock, self._set_usage)
         )
         self.task.add_done_callback(lambda _t: self._queue.put_nowait(_END))
         if on_done is not None:
@@ -99,6 +123,9 @@ class ApiCall:
 
     def _take_clock(self, clock: StatsClock) -> None:
         self.clock = clock
+
+    def _set_usage(self, usage: dict[str, Any]) -> None:
+        self.final_usage = usage
 
     def cancel(self) -> None:
         self.task.cancel()
@@ -152,13 +179,13 @@ class ApiCall:
                 return
 
     def result(self) -> OneShot | None:
-        """How the call ended, once its task has (None: still running, or cancelled)."""
-        if self.task.done() and not self.task.cancelled():
-            return self.task.result()
-        return None
+        """How the call ended, once its task has (None: still running, cancelled, a bug)."""
+        return _outcome(self.task) if self.task.done() else None
 
     def usage(self) -> dict[str, Any]:
         """OpenAI's usage from the call's clock at its end: reported counts, else counted."""
+        if self.final_usage is not None:
+            return self.final_usage
         clock = self.clock
         if clock is None:
             return usage_body(None, None, None)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from desktop.errors import UserError
 from desktop.serve.activity import Activity
 from desktop.serve.app import ServeContext, build_app
+from desktop.serve.calls import Runner
 from desktop.serve.config import ServeConfig
 from desktop.serve.gate import LocalGate
 from desktop.serve.keys import ApiKeys
@@ -93,6 +94,7 @@ def _uvicorn_server(app: Any) -> Any:
 
     config = uvicorn.Config(
         app,
+        http="h11",  # pure Python, always installed (httpcore needs it): the same everywhere
         lifespan="off",
         log_config=None,
         access_log=False,
@@ -138,7 +140,20 @@ class ApiServer:
             deps=services.chat.call_deps,
             gate=self.gate,
             activity=self.activity,
+            keep=self._keep if self.config.keep_conversations else None,
+            turn_runner=self._turn_runner,
         )
+
+    def _turn_runner(self, agent: Agent, request: Any, client: str | None) -> Runner | None:
+        from desktop.serve.turns import turn_runner
+
+        return turn_runner(self.services, agent, request, client)
+
+    def _keep(self, agent: Agent, request: Any, result: Any, client: str | None) -> None:
+        from desktop.serve.keeping import keep_as_conversation
+
+        services = self.services
+        keep_as_conversation(services.conversations, services.stats, agent, request, result, client)
 
     def exposed(self) -> list[tuple[str, Agent, ServedAgent]]:
         """Every agent with its model id and how it is served (listed or not), by model id."""

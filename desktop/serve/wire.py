@@ -12,7 +12,7 @@ import json
 import re
 import time
 import unicodedata
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, replace
 from typing import Any
 
 from desktop.llm.events import ToolCall
@@ -20,28 +20,22 @@ from desktop.llm.provider import ChatMessage, ChatRequest, Sampling, ToolSpec
 from desktop.store.agents import Agent
 
 
+@dataclass(eq=False)
 class ApiError(Exception):
     """A request the server refuses, in OpenAI's error shape: ``status``, ``message`` for the
     client's developer, ``type`` and ``code`` as OpenAI names them; ``retry_after`` (seconds)
     for 429 and 503."""
 
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        *,
-        type: str = "invalid_request_error",
-        code: str | None = None,
-        param: str | None = None,
-        retry_after: int | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.type = type
-        self.code = code
-        self.param = param
-        self.retry_after = retry_after
+    status: int
+    message: str
+    _: KW_ONLY
+    type: str = "invalid_request_error"  # OpenAI's field name
+    code: str | None = None
+    param: str | None = None
+    retry_after: int | None = None
+
+    def __str__(self) -> str:
+        return self.message
 
     def body(self) -> dict[str, Any]:
         return {

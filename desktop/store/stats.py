@@ -119,6 +119,21 @@ class StatsStore:
         names = [d[0] for d in cur.description]
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
+    def attach(self, stats_id: int, message_id: int, conversation_id: int) -> None:
+        """Give a call made outside a conversation (an API call) the message it became."""
+        self._db.execute(
+            "UPDATE inference_stats SET message_id = ?, conversation_id = ? WHERE id = ?",
+            [message_id, conversation_id, stats_id],
+        )
+
+    def api_clients(self) -> list[str]:
+        """The names of the API keys calls were made with (the dashboard's choice of client)."""
+        cur = self._db.execute(
+            "SELECT DISTINCT api_client FROM inference_stats WHERE source IS NOT NULL "
+            "AND api_client IS NOT NULL ORDER BY api_client COLLATE NOCASE"
+        )
+        return [str(r[0]) for r in cur.fetchall()]
+
     def by_id(self, stats_id: int) -> dict[str, Any] | None:
         """One call's row (an API call's timeline: it has no message)."""
         rows = self._rows("SELECT * FROM inference_stats WHERE id = ?", [stats_id])

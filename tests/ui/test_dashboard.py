@@ -223,6 +223,40 @@ def test_the_date_range_changes_what_is_shown(qtbot: Any, services: Any, make_wi
     assert page.from_edit.isVisible() and page.to_edit.isVisible()
 
 
+def test_the_caller_choice_shows_the_apps_calls_or_an_api_clients(
+    qtbot: Any, services: Any, make_window: Any
+) -> None:
+    _call(services, "In the window", 300, 40)
+    for client in ("editor", "script"):
+        row = _call(services, f"Served to {client}", 200, 50)
+        services.db.execute(
+            "UPDATE inference_stats SET source = 'api', api_client = ? WHERE id = ?",
+            [client, row],
+        )
+    page = _open_page(make_window(services), qtbot)
+    box = page.source_box
+    choices = [box.itemText(i) for i in range(box.count())]
+    assert choices == [
+        "All callers",
+        "This app",
+        "API clients",
+        "API key: editor",
+        "API key: script",
+    ]
+    assert set(_cells(page)) == {"In the window", "Served to editor", "Served to script"}
+    for choice, agents in (
+        ("This app", {"In the window"}),
+        ("API clients", {"Served to editor", "Served to script"}),
+        ("API key: script", {"Served to script"}),
+    ):
+        with qtbot.waitSignal(page.refreshed, timeout=10_000):
+            box.setCurrentIndex(box.findText(choice))
+        assert set(_cells(page)) == agents, choice
+    # the export takes the same callers
+    export = page.export_filter()
+    assert export is not None and (export.source, export.clients) == ("api", ("script",))
+
+
 def test_clicking_a_dot_opens_that_reply_revealed(
     qtbot: Any, services: Any, make_window: Any
 ) -> None:

@@ -63,6 +63,8 @@ def test_start_serve_watch_and_stop(
         assert "remote-helper" in ids and "smollm2-local" in ids
 
         assert page.state_label.text() == "Stopped" and not page.copy_button.isEnabled()
+        page.keep.setChecked(True)  # saved at once; the server takes it when it starts
+        assert services.prefs.get(serve_config.PREF_KEEP_CONVERSATIONS) is True
         page.start_button.click()
         qtbot.waitUntil(lambda: page.running, timeout=10_000)
         assert page.state_label.text().startswith("Running at http://127.0.0.1:")
@@ -92,6 +94,17 @@ def test_start_serve_watch_and_stop(
         assert newest[4].endswith(" ms") and "→ 5" in newest[6]
         assert newest[7] == ""  # a server of its own: no price known, never "free"
         assert cell_text(page.requests_table, 1, 3) == "refused (400)"
+
+        # kept as a conversation: the client's question and the reply, the row attached to it
+        (conv,) = [c for c in services.conversations.list() if c.title.startswith("API · ")]
+        assert conv.title == "API · no key · hi"
+        texts = [(m.role, m.content) for m in services.conversations.messages(conv.id)]
+        assert texts == [("user", "hi"), ("assistant", "tok0 tok1 tok2 tok3 tok4 ")]
+        row = services.db.execute(
+            "select conversation_id, source from inference_stats where conversation_id = ?",
+            [conv.id],
+        ).fetchone()
+        assert row == (conv.id, "api")
 
         page.requests_table.cellDoubleClicked.emit(0, 0)
         panel = page.timeline_panel

@@ -185,12 +185,18 @@ class ServerPage(QWidget):
         self.origins = QLineEdit(", ".join(config.cors_origins))
         self.origins.setObjectName("ServerOrigins")
         self.origins.setPlaceholderText("none (for example http://localhost:3000)")
+        self.keep = QCheckBox("Keep API calls as conversations")
+        self.keep.setToolTip(
+            "Each call becomes a conversation titled by its client, with its timeline"
+        )
+        self.keep.setChecked(config.keep_conversations)
         self.autostart = QCheckBox("Start the server when SIMI Multi opens")
         self.autostart.setChecked(bool(self.services.prefs.get(serve_config.PREF_AUTOSTART)))
         form.addRow("Reachable from", self.reach)
         form.addRow("Port", self.port)
         form.addRow("", self.require_key)
         form.addRow("Web pages that may call it", self.origins)
+        form.addRow("", self.keep)
         form.addRow("", self.autostart)
         form.addRow(
             "",
@@ -204,6 +210,7 @@ class ServerPage(QWidget):
             self.reach.currentIndexChanged,
             self.port.valueChanged,
             self.require_key.toggled,
+            self.keep.toggled,
             self.autostart.toggled,
             self.origins.editingFinished,
         ):
@@ -214,8 +221,21 @@ class ServerPage(QWidget):
         box = QGroupBox("Agents")
         layout = vbox(box, (8, 8, 8, 8), 6)
         self.agents_table = _table(
-            "ServerAgents", ("Agent", "Model id", "Served", "Apps may set temperature and length")
+            "ServerAgents",
+            (
+                "Agent",
+                "Model id",
+                "Served",
+                "Apps may set temperature and length",
+                "Runs its tools",
+            ),
         )
+        header = self.agents_table.horizontalHeaderItem(4)
+        if header is not None:
+            header.setToolTip(
+                "The agent's own MCP tools run for apps too: only those you allowed always for "
+                "it (nobody is asked); each call is kept as a conversation"
+            )
         self.agents_table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
         self.agents_table.itemChanged.connect(self._agent_toggled)
         layout.addWidget(self.agents_table)
@@ -269,6 +289,7 @@ class ServerPage(QWidget):
                 serve_config.PREF_PORT: self.port.value(),
                 serve_config.PREF_REQUIRE_KEY: self.require_key.isChecked(),
                 serve_config.PREF_CORS_ORIGINS: origins,
+                serve_config.PREF_KEEP_CONVERSATIONS: self.keep.isChecked(),
                 serve_config.PREF_AUTOSTART: self.autostart.isChecked(),
             }
         )
@@ -348,7 +369,11 @@ class ServerPage(QWidget):
             name.setData(Qt.ItemDataRole.UserRole, agent.id)
             table.setItem(i, 0, name)
             table.setItem(i, 1, _cell(model_id))
-            for column, checked in ((2, how.exposed), (3, how.client_sampling)):
+            for column, checked in (
+                (2, how.exposed),
+                (3, how.client_sampling),
+                (4, how.run_tools),
+            ):
                 box = QTableWidgetItem()
                 box.setFlags(Qt.ItemFlag.ItemIsUserCheckable | Qt.ItemFlag.ItemIsEnabled)
                 box.setCheckState(Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
@@ -356,14 +381,14 @@ class ServerPage(QWidget):
         table.blockSignals(False)
 
     def _agent_toggled(self, item: QTableWidgetItem) -> None:
-        if item.column() not in (2, 3):
+        field = {2: "exposed", 3: "client_sampling", 4: "run_tools"}.get(item.column())
+        if field is None:
             return
         name = self.agents_table.item(item.row(), 0)
         if name is None:
             return
         agent_id = int(name.data(Qt.ItemDataRole.UserRole))
         checked = item.checkState() == Qt.CheckState.Checked
-        field = "exposed" if item.column() == 2 else "client_sampling"
         self._listing().set_served(agent_id, **{field: checked})
 
     # keys ---------------------------------------------------------------------------------

@@ -163,6 +163,13 @@ class StatsPage(QWidget):
         self.to_label.setVisible(False)
         self.picker = AgentPicker()
         self.picker.picked.connect(self._agents_picked)
+        self.source_box = QComboBox()
+        self.source_box.setAccessibleName("Who made the calls")
+        self.source_box.setToolTip(
+            "All calls, the app's own, or those other apps made through the API server"
+        )
+        self._fill_sources(())
+        self.source_box.currentIndexChanged.connect(lambda _i: self.reload())
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.setToolTip("Read the stats again (new calls show up by themselves)")
         row.addWidget(self.range_box)
@@ -170,6 +177,7 @@ class StatsPage(QWidget):
         row.addWidget(self.to_label)
         row.addWidget(self.to_edit)
         row.addWidget(self.picker)
+        row.addWidget(self.source_box)
         row.addStretch(1)
         row.addWidget(self.refresh_button)
         self.range_box.currentIndexChanged.connect(self._range_changed)
@@ -270,7 +278,35 @@ class StatsPage(QWidget):
         if self.range_key == "custom":
             custom = (_day(self.from_edit), _day(self.to_edit))
         since, until = range_bounds(self.range_key, datetime.now().astimezone(), custom)
-        return DashboardQuery(since, until, self._picked, str(self.metric_box.currentData()))
+        source, clients = self.source_box.currentData() or (None, ())
+        return DashboardQuery(
+            since,
+            until,
+            self._picked,
+            str(self.metric_box.currentData()),
+            source,
+            tuple(clients),
+        )
+
+    def _fill_sources(self, clients: tuple[str, ...]) -> None:
+        """The caller choices: everyone, the app, API clients, and each API key seen."""
+        box = self.source_box
+        current = box.currentData()
+        choices: list[tuple[str, tuple[str | None, tuple[str, ...]]]] = [
+            ("All callers", (None, ())),
+            ("This app", ("app", ())),
+            ("API clients", ("api", ())),
+            *((f"API key: {name}", ("api", (name,))) for name in clients),
+        ]
+        if [box.itemText(i) for i in range(box.count())] == [c[0] for c in choices]:
+            return
+        box.blockSignals(True)
+        box.clear()
+        for text, data in choices:
+            box.addItem(text, data)
+        found = box.findData(current) if current is not None else 0
+        box.setCurrentIndex(max(found, 0))
+        box.blockSignals(False)
 
     def refresh(self) -> None:
         """Ask again, counting calls recorded since (MainWindow calls this on show)."""
@@ -300,6 +336,7 @@ class StatsPage(QWidget):
     # showing ---------------------------------------------------------------------------------
     def _show(self, snap: Snapshot) -> None:
         self.snapshot = snap
+        self._fill_sources(snap.api_clients)
         self.picker.set_agents(snap.agents, snap.chosen, picked=self._picked is not None)
         if not snap.agents:
             if snap.any_calls:
@@ -393,8 +430,7 @@ class StatsPage(QWidget):
         snap = self.snapshot
         if snap is None or not snap.chosen:
             return None
-        q = snap.query
-        return StatsFilter(agents=snap.chosen, since=q.since, until=q.until)
+        return snap.query.stats_filter(snap.chosen)
 
     def export(self, fmt: str) -> asyncio.Task[None] | None:
         """Export CSV… / Export JSON…: every call the page shows, all columns."""

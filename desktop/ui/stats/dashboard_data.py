@@ -104,6 +104,12 @@ class DashboardQuery:
     until: str | None
     picked: tuple[str, ...] | None  # None: the busiest agents of the range
     metric: str
+    # who made the calls (``StatsFilter``): 'app', 'api' or None (both); API key names
+    source: str | None = None
+    clients: tuple[str, ...] = ()
+
+    def stats_filter(self, agents: tuple[str, ...] = ()) -> StatsFilter:
+        return StatsFilter(agents, self.since, self.until, source=self.source, clients=self.clients)
 
 
 @dataclass(slots=True)
@@ -117,6 +123,7 @@ class Snapshot:
     points: list[Point] = field(default_factory=list)  # the series, parsed for the chart
     any_calls: bool = True  # False: no call was ever recorded
     last_id: int | None = None
+    api_clients: tuple[str, ...] = ()  # the key names API calls were made with
 
     @property
     def chosen_rows(self) -> list[dict[str, Any]]:
@@ -137,15 +144,16 @@ def load(stats: StatsStore, query: DashboardQuery, cached: Snapshot | None = Non
     """Answer ``query`` (on a worker thread). ``cached``: the last answer; its summary is
     reused when only the agents or the metric changed and no call was recorded since."""
     last = latest_id(stats)
-    same_range = (
-        cached is not None
-        and (cached.query.since, cached.query.until) == (query.since, query.until)
-        and cached.last_id == last
-    )
-    if same_range and cached is not None:
-        agents = cached.agents
+
+    def scope(q: DashboardQuery) -> tuple[object, ...]:
+        return q.since, q.until, q.source, q.clients
+
+    same_range = cached is not None and scope(cached.query) == scope(query)
+    if same_range and cached is not None and cached.last_id == last:
+        agents, clients = cached.agents, cached.api_clients
     else:
-        agents = stats.summary(StatsFilter(since=query.since, until=query.until))
+        agents = stats.summary(query.stats_filter())
+        clients = tuple(stats.api_clients())
     if query.picked is None:
         chosen = tuple(str(r["agent"]) for r in agents[:DEFAULT_AGENTS])
     else:
@@ -153,10 +161,16 @@ def load(stats: StatsStore, query: DashboardQuery, cached: Snapshot | None = Non
         chosen = tuple(present[n.casefold()] for n in query.picked if n.casefold() in present)
     series: list[dict[str, Any]] = []
     if chosen:
-        f = StatsFilter(agents=chosen, since=query.since, until=query.until)
-        series = stats.series(f, query.metric, SERIES_LIMIT)
+        series = stats.series(query.stats_filter(chosen), query.metric, SERIES_LIMIT)
     return Snapshot(
-        query, agents, chosen, series, points_of(series), any_calls=last is not None, last_id=last
+        query,
+        agents,
+        chosen,
+        series,
+        points_of(series),
+        any_calls=last is not None,
+        last_id=last,
+        api_clients=clients,
     )
 
 
