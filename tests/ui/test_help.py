@@ -68,6 +68,7 @@ def test_the_user_guide_opens_from_the_menu_with_contents_and_the_definitions(
         "Agents",
         "Local models",
         "Remote services",
+        "Use your agents from other apps",
         "What the statistics mean",
         "Keyboard shortcuts",
         "Your data and privacy",

@@ -1,5 +1,6 @@
 """Help → User guide: a short offline guide in a window of its own (first steps, agents, local
-models, remote services, what the statistics mean, keyboard shortcuts, data and privacy), with
+models, remote services, the API server, what the statistics mean, keyboard shortcuts, data and
+privacy), with
 a table of contents and a search box.
 
 The statistics' words and definitions are the timeline help's (``timeline_help``), the keys
@@ -142,6 +143,25 @@ at another address asks for a key again.</li>
 <li>Costs are counted with the prices bundled with the app (Settings → <b>Update prices</b>
 fetches newer ones when you ask). A server of your own has no price: give one in the
 agent editor's <b>Price</b> section, or its cost shows as <b>—</b> (unknown, never $0).</li>
+</ul>""",
+        ),
+        Section(
+            "server",
+            "Use your agents from other apps",
+            """
+<p>The <b>Server</b> page serves your agents to editors, scripts and other apps through an
+OpenAI-compatible API. Each agent is a model: its system prompt, settings and model apply, and
+every call is measured like a chat (the Stats page can show only the calls other apps made).</p>
+<ul>
+<li>Press <b>Start server</b>, then <b>Copy address</b> and give it to the app as its base URL
+(<code>http://127.0.0.1:7464/v1</code>), with the agent's model id from the Agents table.</li>
+<li>By default only apps on this computer can reach it. <b>Other devices on the network</b>
+needs an API key: <b>New key…</b> makes one and copies it; apps send it as a bearer token.
+Keys stay in your system's keyring; <b>Revoke</b> stops one at once.</li>
+<li>Web pages cannot call the server unless you list their exact address.</li>
+<li>Local agents share the model with your chats: an app's request waits its turn, and the
+<b>Requests</b> list shows it waiting. Double-click a request for its timeline.</li>
+<li>The same server runs without the window: <code>simi serve</code>.</li>
 </ul>""",
         ),
         Section(
