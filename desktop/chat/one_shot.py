@@ -44,6 +44,7 @@ class OneShot:
     reasoning: str = ""
     notice: str | None = None  # what the backend did on its own (RunInfo.notice)
     tool_calls: tuple[ToolCall, ...] = ()  # what the model asked its caller's tools for
+    retry_after: float | None = None  # a rate limit's own wait (RateLimited.retry_after)
 
     @property
     def finish_reason(self) -> str | None:
@@ -129,6 +130,7 @@ async def call_once(
             reasoning="".join(sink.thoughts),
             notice=notices[-1] if notices else None,
             tool_calls=tuple(sink.tool_calls),
+            retry_after=getattr(error, "retry_after", None),
         )
 
     async def priced() -> None:

@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
@@ -30,7 +30,7 @@ from desktop.chat.one_shot import OneShot
 from desktop.llm.events import Finished, ReasoningDelta, TextDelta, ToolCall
 from desktop.serve import guard
 from desktop.serve.activity import Activity, Served
-from desktop.serve.calls import ApiCall, Runner, one_call
+from desktop.serve.calls import ApiCall, Runner, error_of, one_call
 from desktop.serve.config import ServeConfig
 from desktop.serve.gate import LocalGate
 from desktop.serve.keys import ApiKeys
@@ -49,6 +49,8 @@ from desktop.store.agents import Agent
 from desktop.store.serving import ApiKeyRecord, ServedAgent, ServedAgentStore
 
 log = logging.getLogger("simi.serve")
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -112,8 +114,10 @@ class Guard:
             length = headers.get("content-length")
             if length is not None and (not length.isdigit() or int(length) > self.max_body):
                 raise self.too_large()
-        except ApiError as error:
-            await error_response(error)(scope, receive, send)
+        except ApiError as error:  # a listed page may read why (a 413, a 421)
+            await error_response(error, guard.cors_headers(self.config, origin))(
+                scope, receive, send
+            )
             return
         cors = guard.cors_headers(self.config, origin)
         receive = self._capped(receive)
@@ -191,6 +195,7 @@ class ApiRoutes:
         record = self.ctx.keys.verify(token)
         if record is None:
             raise guard.unauthorized()
+        self.ctx.keys.store.touch(record.id)  # "last used", beside the key on the page
         return record
 
     def callable_agents(self, key: ApiKeyRecord | None) -> dict[str, tuple[Agent, ServedAgent]]:
@@ -247,8 +252,6 @@ class ApiRoutes:
                 )
             agent, served = found
             entry.agent = agent.name
-            if key is not None:
-                ctx.keys.store.touch(key.id)
             chat_request = agent_request(agent, ask, client_sampling=served.client_sampling)
             return await self._answer(request, entry, (agent, served), chat_request, ask, key)
         except ApiError as error:
@@ -283,7 +286,8 @@ class ApiRoutes:
             if ctx.gate.running >= ctx.gate.slots or ctx.gate.waiting:
                 entry.state = "waiting"
                 ctx.activity.changed(entry)
-            placed = await ctx.gate.enter(deadline)  # 429 / 503 here
+            # 429 / 503 here; a client that leaves while it waits gives its place up
+            placed = await _until_disconnect(request, ctx.gate.enter(deadline))
 
         def done(result: OneShot | None) -> None:
             if placed is not None:
@@ -328,7 +332,7 @@ class ApiRoutes:
             )
         text: list[str] = []
         calls: list[ToolCall] = []
-        finish = "stop"
+        finish: str | None = None  # no Finished: the call failed (or ended without saying)
 
         async def collect() -> None:
             nonlocal finish
@@ -345,9 +349,11 @@ class ApiRoutes:
         except (asyncio.CancelledError, ClientDisconnect):
             call.cancel()
             raise
-        result = call.result()
-        if finish == "error" and result is not None and result.status == "error":
-            raise ApiError(500, result.error_text or "The agent's call failed.")
+        if finish is None or finish == "error":  # partial text is not a reply
+            result = call.result() or await _ended(call)
+            if result is not None and result.status == "error":
+                raise error_of(result)
+            raise ApiError(500, "The agent's call ended without a reply.", type="server_error")
         return JSONResponse(completion.whole("".join(text), calls, finish_of(finish), call.usage()))
 
     def app(self) -> Starlette:
@@ -360,6 +366,7 @@ class ApiRoutes:
                 Route("/chat/completions", self.completions, methods=["POST"]),
             ],
             exception_handlers={
+                ApiError: _refused,
                 404: _not_found,
                 405: _not_allowed,
                 500: _server_error,
@@ -408,8 +415,9 @@ async def _ended(call: ApiCall) -> OneShot | None:
         return None
 
 
-async def _until_disconnect(request: Request, work: Awaitable[None]) -> None:
-    """Run ``work`` until it ends or the client goes away (``ClientDisconnect``)."""
+async def _until_disconnect(request: Request, work: Awaitable[T]) -> T:
+    """``work``'s result, unless the client goes away first (``ClientDisconnect``; the work
+    is cancelled)."""
     task = asyncio.ensure_future(work)
     gone = asyncio.ensure_future(_disconnected(request.receive))
     try:
@@ -422,7 +430,7 @@ async def _until_disconnect(request: Request, work: Awaitable[None]) -> None:
     if not task.done():
         task.cancel()
         raise ClientDisconnect
-    task.result()
+    return task.result()
 
 
 async def _disconnected(receive: Receive) -> None:
@@ -453,6 +461,11 @@ class DisconnectAwareStream(StreamingResponse):
             exc = streaming.exception()
             if exc is not None and not isinstance(exc, OSError):
                 raise exc
+
+
+async def _refused(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return error_response(exc)
 
 
 async def _not_found(request: Request, exc: Exception) -> Response:

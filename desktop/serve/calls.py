@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -48,12 +49,15 @@ def error_of(result: OneShot) -> ApiError:
     kind calls for (a server error 500 for what has no status of its own)."""
     kind = result.error_kind or "error"
     status, type_, code = ERROR_STATUS.get(kind, (500, "server_error", kind))
+    wait = None
+    if status in (429, 503):  # the provider's own wait when it said one, else half a minute
+        wait = math.ceil(result.retry_after) if result.retry_after else 30
     return ApiError(
         status,
         result.error_text or "The agent's call failed.",
         type=type_,
         code=code,
-        retry_after=30 if status in (429, 503) else None,
+        retry_after=wait,
     )
 
 

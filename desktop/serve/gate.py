@@ -58,30 +58,33 @@ class LocalGate:
             loop = asyncio.get_running_loop()
             limit = self.timeout_s if deadline is None else max(0.0, deadline - loop.time())
             try:
-                await asyncio.wait_for(asyncio.shield(waiter), limit)
-            except BaseException as exc:
-                if waiter in self._waiters:
-                    self._waiters.remove(waiter)
-                handed_over = waiter.done() and not waiter.cancelled()
-                waiter.cancel()
-                if handed_over and not isinstance(exc, TimeoutError):
+                # asyncio.wait, not wait_for: on Python 3.11 wait_for can swallow a
+                # cancellation that comes in the same step as the place
+                await asyncio.wait({waiter}, timeout=limit)
+            except asyncio.CancelledError:
+                self._drop(waiter)
+                if waiter.done() and not waiter.cancelled():
                     self.leave()  # the place came as the request went: pass it on
-                    raise
-                if not handed_over:
-                    if isinstance(exc, TimeoutError):
-                        raise ApiError(
-                            503,
-                            f"The request waited {self.timeout_s:.0f} s for a local model "
-                            "and none was free. Try again shortly.",
-                            type="server_error",
-                            code="queue_timeout",
-                            retry_after=self.retry_after(),
-                        ) from None
-                    raise
+                raise
+            if not waiter.done():
+                self._drop(waiter)
+                raise ApiError(
+                    503,
+                    f"The request waited {self.timeout_s:.0f} s for a local model and none "
+                    "was free. Try again shortly.",
+                    type="server_error",
+                    code="queue_timeout",
+                    retry_after=self.retry_after(),
+                )
             # a place was handed over by the request that left (``running`` stays)
         else:
             self.running += 1
         return time.monotonic()
+
+    def _drop(self, waiter: asyncio.Future[None]) -> None:
+        if waiter in self._waiters:
+            self._waiters.remove(waiter)
+        waiter.cancel()  # a waiter handed its place already keeps its result
 
     def leave(self, started: float | None = None) -> None:
         """A call's place frees (``started``: what ``enter`` returned, for the pace): the next

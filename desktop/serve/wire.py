@@ -57,15 +57,21 @@ def slug(name: str) -> str:
 
 
 def model_ids(agents: list[Agent]) -> dict[str, Agent]:
-    """Each agent's model id: its slug, or the slug and its id ("coder-2") where two agents'
-    names give the same slug, so every id names one agent and stays the same across runs."""
-    seen: dict[str, int] = {}
-    for agent in agents:
-        seen[slug(agent.name)] = seen.get(slug(agent.name), 0) + 1
-    ids: dict[str, Agent] = {}
-    for agent in sorted(agents, key=lambda a: a.id or 0):
-        base = slug(agent.name)
-        ids[base if seen[base] == 1 else f"{base}-{agent.id}"] = agent
+    """Each agent's model id: its slug; where two agents' names give one slug, each of them
+    the slug and its id ("coder-2"), and should that be another agent's slug, its id once
+    more. Every id names one agent, the same across runs while the names are."""
+    bases = [(slug(a.name), a) for a in sorted(agents, key=lambda a: a.id or 0)]
+    count: dict[str, int] = {}
+    for base, _agent in bases:
+        count[base] = count.get(base, 0) + 1
+    ids = {base: agent for base, agent in bases if count[base] == 1}
+    for base, agent in bases:
+        if count[base] == 1:
+            continue
+        candidate = f"{base}-{agent.id}"
+        while candidate in ids:
+            candidate = f"{candidate}-{agent.id}"
+        ids[candidate] = agent
     return ids
 
 

@@ -152,3 +152,29 @@ def test_the_network_choice_needs_a_key_first(qtbot: Any, qloop: Any, page: Serv
     qtbot.waitUntil(lambda: page.error_label.isVisible(), timeout=10_000)
     assert "needs an API key" in page.error_label.text()
     assert not page.running
+
+
+def test_a_key_can_be_limited_to_some_agents(
+    qtbot: Any, qloop: Any, services: Any, page: ServerPage
+) -> None:
+    from PySide6.QtCore import Qt
+
+    from desktop.ui.server.page import KeyAgentsDialog
+
+    other = services.agents.create(
+        Agent(name="Other", kind="openai-compatible", base_url="http://127.0.0.1:9/v1", model="m")
+    )
+    _run(qtbot, page._new_key("editor"))
+    page.key_box.close()
+    assert cell_text(page.keys_table, 0, 2) == "every served agent"
+    agents = services.agents.list()
+    dialog = KeyAgentsDialog("editor", agents, None, page)
+    assert dialog.chosen() is None  # every tick: every agent, new ones too
+    for item in dialog._items():
+        if item.text() == "Other":
+            item.setCheckState(Qt.CheckState.Unchecked)
+    only = dialog.chosen()
+    assert only is not None and other.id not in only and len(only) == len(agents) - 1
+    page._listing().keys.store.set_agents("editor", only)
+    page.refresh_keys()
+    assert cell_text(page.keys_table, 0, 2) == "SmolLM2 (local)"

@@ -18,10 +18,14 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
     QComboBox,
+    QDialog,
+    QDialogButtonBox,
     QFormLayout,
     QGroupBox,
     QHeaderView,
     QLineEdit,
+    QListWidget,
+    QListWidgetItem,
     QMessageBox,
     QSpinBox,
     QTableWidget,
@@ -34,6 +38,7 @@ from desktop.errors import UserError
 from desktop.serve import config as serve_config
 from desktop.serve.activity import Activity, Served
 from desktop.serve.server import ApiServer
+from desktop.store.agents import Agent
 from desktop.ui.kit.async_door import run_blocking, start
 from desktop.ui.kit.widgets import (
     ask_text,
@@ -110,6 +115,55 @@ def _cost(usd: float | None) -> str:
     if usd is None:
         return ""
     return "free" if usd == 0 else f"${usd:.4f}"
+
+
+class KeyAgentsDialog(QDialog):
+    """The agents one API key may call, as ticks (every tick: every agent, new ones too)."""
+
+    def __init__(
+        self,
+        key_name: str,
+        agents: list[Agent],
+        allowed: tuple[int, ...] | None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("KeyAgentsDialog")
+        self.setWindowTitle(f"Agents the key “{key_name}” may call")
+        layout = vbox(self, (12, 12, 12, 12), 8)
+        self.list = QListWidget()
+        self.list.setAccessibleName("Agents this key may call")
+        for agent in agents:
+            item = QListWidgetItem(agent.name)
+            item.setData(Qt.ItemDataRole.UserRole, agent.id)
+            item.setFlags(Qt.ItemFlag.ItemIsUserCheckable | Qt.ItemFlag.ItemIsEnabled)
+            ticked = allowed is None or agent.id in allowed
+            item.setCheckState(Qt.CheckState.Checked if ticked else Qt.CheckState.Unchecked)
+            self.list.addItem(item)
+        layout.addWidget(self.list)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+
+    def _items(self) -> list[QListWidgetItem]:
+        return [item for i in range(self.list.count()) if (item := self.list.item(i))]
+
+    def chosen(self) -> tuple[int, ...] | None:
+        """The ticked agents' ids; None when all are ticked (every agent, new ones too)."""
+        items = self._items()
+        ticked = [i for i in items if i.checkState() == Qt.CheckState.Checked]
+        if len(ticked) == len(items):
+            return None
+        return tuple(int(i.data(Qt.ItemDataRole.UserRole)) for i in ticked)
+
+    def summary(self) -> str:
+        chosen = self.chosen()
+        if chosen is None:
+            return "every served agent"
+        return f"{len(chosen)} agent{'s' if len(chosen) != 1 else ''}"
 
 
 class ServerPage(QWidget):
@@ -250,8 +304,19 @@ class ServerPage(QWidget):
         buttons = hbox(spacing=8)
         self.new_key_button = push_button("New key…", self.new_key, name="ServerNewKey")
         self.copy_key_button = push_button("Copy key", self.copy_key, name="ServerCopyKey")
+        self.limit_button = push_button(
+            "Agents…",
+            self.limit_key,
+            name="ServerKeyAgents",
+            tip="Choose which agents this key may call",
+        )
         self.revoke_button = push_button("Revoke", self.revoke_key, name="ServerRevoke")
-        for button in (self.new_key_button, self.copy_key_button, self.revoke_button):
+        for button in (
+            self.new_key_button,
+            self.copy_key_button,
+            self.limit_button,
+            self.revoke_button,
+        ):
             buttons.addWidget(button)
         buttons.addStretch(1)
         layout.addLayout(buttons)
@@ -407,8 +472,8 @@ class ServerPage(QWidget):
             for column, text in enumerate((record.name, record.hint, agents, used)):
                 table.setItem(i, column, _cell(text))
         has_keys = bool(records)
-        self.copy_key_button.setEnabled(has_keys)
-        self.revoke_button.setEnabled(has_keys)
+        for button in (self.copy_key_button, self.limit_button, self.revoke_button):
+            button.setEnabled(has_keys)
 
     def _chosen_key(self) -> str | None:
         row = self.keys_table.currentRow()
@@ -460,6 +525,20 @@ class ServerPage(QWidget):
             return
         QGuiApplication.clipboard().setText(key)
         self.status.emit(f"Key “{name}” copied")
+
+    def limit_key(self) -> None:
+        """Agents… : tick the agents the chosen key may call (all ticked: every agent)."""
+        name = self._chosen_key()
+        keys = self._listing().keys
+        record = keys.store.by_name(name) if name is not None else None
+        if record is None:
+            return
+        dialog = KeyAgentsDialog(record.name, self.services.agents.list(), record.agent_ids, self)
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            return
+        keys.store.set_agents(record.name, dialog.chosen())
+        self.refresh_keys()
+        self.status.emit(f"Key “{record.name}” may call {dialog.summary()}")
 
     def revoke_key(self) -> None:
         name = self._chosen_key()
