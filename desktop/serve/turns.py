@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from desktop.chat.one_shot import OneShot
 from desktop.chat.stats_clock import StatsClock
-from desktop.chat.turn_calls import title_from
 from desktop.llm.events import Finished, Queued, ReasoningDelta, StreamEvent, TextDelta
 from desktop.llm.provider import ChatRequest
 from desktop.serve.calls import Runner
+from desktop.serve.keeping import client_conversation
 from desktop.serve.wire import ApiError, usage_body
 from desktop.store.agents import Agent
 
@@ -53,19 +53,8 @@ def turn_runner(
     ) -> OneShot:
         chat, conversations = services.chat, services.conversations
         question = asked[-1].content
-        conv = conversations.create(
-            agent.id, f"API · {client or 'no key'} · {title_from(question) or agent.name}"
-        )
-        for message in asked[:-1]:
-            if message.content.strip():
-                conversations.add_message(
-                    conv.id,
-                    message.role,
-                    message.content,
-                    agent_id=agent.id if message.role == "assistant" else None,
-                    agent_name=agent.name if message.role == "assistant" else None,
-                )
-        turn = chat.begin(conv.id, agent, question)
+        conv_id = client_conversation(conversations, agent, asked[:-1], question, client)
+        turn = chat.begin(conv_id, agent, question)
         turn.source, turn.api_client = "api", client
         clocks: list[StatsClock] = []
 
