@@ -10,8 +10,9 @@
   cannot make the server spend tokens even without reading the reply; a listed origin gets
   its own name back (never ``*``) and never ``Allow-Credentials``: keys go in the
   ``Authorization`` header, not in cookies.
-- **Key**: ``Authorization: Bearer <key>``. A key that is given must be right (401), even
-  where none is required.
+- **Key**: ``Authorization: Bearer <key>``. Where none is required (loopback, by default) a
+  client may send any other text (OpenAI's SDK always sends one), but a ``simi-`` key must
+  be right (401): a revoked key is noticed, needed or not.
 """
 
 from __future__ import annotations

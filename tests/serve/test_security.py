@@ -6,6 +6,7 @@ standing in for an OpenAI-compatible API), so nothing here loads a model."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -230,3 +231,30 @@ def test_without_listed_origins_every_browser_preflight_is_refused(services) -> 
         assert "access-control-allow-origin" not in response.headers
 
     asyncio.run(main())
+
+
+def test_on_loopback_without_keys_any_text_is_a_key_but_a_wrong_simi_key_is_not(
+    services,
+) -> None:
+    """OpenAI's SDK always sends a key; where none is needed its "not-needed" passes, while a
+    revoked SIMI key is said (401) so its owner notices."""
+    with FaultServer(tokens) as upstream:
+        remote(services, upstream.url + "/v1")
+        key = make_key(services, "old")
+        services_keys = ApiServer(services, ServeConfig()).keys
+        services_keys.revoke("old")
+
+        async def main() -> tuple[Any, Any]:
+            async with serving(services) as server, client(server) as http:
+                path = "/v1/chat/completions"
+                anything = await http.post(
+                    path, json=chat_body("remote"), headers=bearer("not-needed")
+                )
+                revoked = await http.post(path, json=chat_body("remote"), headers=bearer(key))
+            return anything, revoked
+
+        anything, revoked = asyncio.run(main())
+    assert anything.status_code == 200, anything.text
+    assert_openai_error(revoked, 401, "invalid_api_key")
+    (row,) = stats_rows(services)
+    assert row["api_client"] is None  # no key's name on the call
