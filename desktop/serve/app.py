@@ -384,11 +384,20 @@ async def _chunks(
     call: ApiCall, completion: Completion, include_usage: bool
 ) -> AsyncIterator[bytes]:
     """The reply as OpenAI's chunks: the role first, then text, reasoning and tool calls as
-    they come, the finish reason, the usage (when asked for) and ``[DONE]``."""
-    yield sse(completion.chunk({"role": "assistant", "content": ""}))
+    they come, the finish reason, the usage (when asked for) and ``[DONE]``. The role goes out
+    in one write with the first output (it is ready then): one wake-up less before the first
+    token reaches the client."""
+    role: bytes | None = sse(completion.chunk({"role": "assistant", "content": ""}))
     tool_index = 0
     finish: str | None = None
     async for event in call.events():
+        if role is not None:
+            if isinstance(event, TextDelta) and event.text:
+                yield role + completion.text_frame(event.text)
+                role = None
+                continue
+            yield role
+            role = None
         if isinstance(event, TextDelta):
             if event.text:
                 yield completion.text_frame(event.text)
@@ -399,6 +408,8 @@ async def _chunks(
             tool_index += 1
         elif isinstance(event, Finished):
             finish = event.reason
+    if role is not None:
+        yield role
     if finish is None or finish == "error":
         result = call.result() or await _ended(call)
         message = (result.error_text if result else None) or "The agent's call failed."
