@@ -126,13 +126,15 @@ class StatsStore:
             [message_id, conversation_id, stats_id],
         )
 
-    def api_clients(self) -> list[str]:
-        """The names of the API keys calls were made with (the dashboard's choice of client)."""
+    def api_clients(self) -> list[str] | None:
+        """The names of the API keys calls were made with (the dashboard's choice of client);
+        None when no call ever came through the API server."""
         cur = self._db.execute(
             "SELECT DISTINCT api_client FROM inference_stats WHERE source IS NOT NULL "
-            "AND api_client IS NOT NULL ORDER BY api_client COLLATE NOCASE"
+            "ORDER BY api_client COLLATE NOCASE"
         )
-        return [str(r[0]) for r in cur.fetchall()]
+        names = [r[0] for r in cur.fetchall()]
+        return [str(n) for n in names if n is not None] if names else None
 
     def by_id(self, stats_id: int) -> dict[str, Any] | None:
         """One call's row (an API call's timeline: it has no message)."""

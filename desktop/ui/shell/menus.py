@@ -48,5 +48,7 @@ def build_menus(window: Any) -> dict[str, QAction]:
     view_menu.addAction("Chat", lambda: window.show_page("chat"))
     view_menu.addAction("Models", lambda: window.show_page("models"))
     view_menu.addAction(actions["show_stats"])
+    view_menu.addAction("Compare", lambda: window.show_page("compare"))
+    view_menu.addAction("API server", lambda: window.show_page("server"))
     fill_help_menu(bar.addMenu("&Help"), window, actions)
     return actions

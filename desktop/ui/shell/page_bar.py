@@ -1,5 +1,5 @@
-"""The sidebar's page buttons (Chat, Models, Stats, Compare): one row when they fit, two rows
-when the sidebar is narrow, one column when even two rows would cut their words.
+"""The sidebar's page buttons (Chat, Models, Stats, Compare, Server): the fewest rows that fit,
+each as even as it can be, one column when even two a row would cut their words.
 
 A height-for-width layout (``FlowLayout``) in the sidebar upsets the main splitter's sizes, so
 this one re-arranges a grid on resize instead, and reports the two-row width as its minimum:
@@ -47,13 +47,16 @@ class PageBar(QWidget):
         count = len(self.buttons)
         if not count:
             return
-        half = max(1, -(-count // 2))
-        if self.width() >= self._width_for(count):
-            columns = count
-        elif self.width() >= self._width_for(half) or half == 1:
-            columns = half
-        else:  # squeezed below two rows (a small window, large text, a wide font): one column
-            columns = 1
+        # the fewest rows that fit, each as even as it can be (5: one row, 3 + 2, 2 + 2 + 1);
+        # squeezed below two a row (a small window, large text, a wide font): one column
+        columns = 1
+        for rows in range(1, count):
+            wanted = -(-count // rows)
+            if wanted < 2:
+                break
+            if self.width() >= self._width_for(wanted):
+                columns = wanted
+                break
         if columns != self._columns or force:
             self._columns = columns
             for button in self.buttons:
@@ -68,8 +71,7 @@ class PageBar(QWidget):
 
     def minimumSizeHint(self) -> QSize:
         count = len(self.buttons)
-        columns = max(1, -(-count // 2))
-        return QSize(self._width_for(columns) if count else 0, self.height())
+        return QSize(self._width_for(min(2, count)) if count else 0, self.height())
 
     def sizeHint(self) -> QSize:
         return QSize(self._width_for(len(self.buttons)) if self.buttons else 0, self.height())

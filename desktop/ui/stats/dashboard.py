@@ -168,7 +168,11 @@ class StatsPage(QWidget):
         self.source_box.setToolTip(
             "All calls, the app's own, or those other apps made through the API server"
         )
-        self._fill_sources(())
+        self.source_box.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
+        self.source_box.setMinimumContentsLength(10)
+        self._fill_sources(None)
         self.source_box.currentIndexChanged.connect(lambda _i: self.reload())
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.setToolTip("Read the stats again (new calls show up by themselves)")
@@ -288,9 +292,12 @@ class StatsPage(QWidget):
             tuple(clients),
         )
 
-    def _fill_sources(self, clients: tuple[str, ...]) -> None:
-        """The caller choices: everyone, the app, API clients, and each API key seen."""
+    def _fill_sources(self, clients: tuple[str, ...] | None) -> None:
+        """The caller choices: everyone, the app, API clients, and each API key seen; shown
+        once a call came through the API server (None: never)."""
         box = self.source_box
+        box.setVisible(clients is not None)
+        clients = clients or ()
         current = box.currentData()
         choices: list[tuple[str, tuple[str | None, tuple[str, ...]]]] = [
             ("All callers", (None, ())),

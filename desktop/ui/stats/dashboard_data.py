@@ -123,7 +123,8 @@ class Snapshot:
     points: list[Point] = field(default_factory=list)  # the series, parsed for the chart
     any_calls: bool = True  # False: no call was ever recorded
     last_id: int | None = None
-    api_clients: tuple[str, ...] = ()  # the key names API calls were made with
+    # the key names API calls were made with; None: no call ever came through the API server
+    api_clients: tuple[str, ...] | None = None
 
     @property
     def chosen_rows(self) -> list[dict[str, Any]]:
@@ -153,7 +154,8 @@ def load(stats: StatsStore, query: DashboardQuery, cached: Snapshot | None = Non
         agents, clients = cached.agents, cached.api_clients
     else:
         agents = stats.summary(query.stats_filter())
-        clients = tuple(stats.api_clients())
+        names = stats.api_clients()
+        clients = tuple(names) if names is not None else None
     if query.picked is None:
         chosen = tuple(str(r["agent"]) for r in agents[:DEFAULT_AGENTS])
     else:
