@@ -28,6 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from desktop.chat.call import CallDeps
 from desktop.chat.one_shot import OneShot
 from desktop.llm.events import Finished, ReasoningDelta, TextDelta, ToolCall
+from desktop.llm.provider import ChatRequest
 from desktop.serve import guard
 from desktop.serve.activity import Activity, Served
 from desktop.serve.calls import ApiCall, Runner, error_of, one_call
@@ -36,6 +37,7 @@ from desktop.serve.gate import LocalGate
 from desktop.serve.keys import KEY_PREFIX, ApiKeys
 from desktop.serve.wire import (
     ApiError,
+    ClientAsk,
     Completion,
     agent_request,
     finish_of,
@@ -269,8 +271,8 @@ class ApiRoutes:
         request: Request,
         entry: Served,
         found: tuple[Agent, ServedAgent],
-        chat_request: Any,
-        ask: Any,
+        chat_request: ChatRequest,
+        ask: ClientAsk,
         key: ApiKeyRecord | None,
     ) -> Response:
         ctx = self.ctx
@@ -324,7 +326,7 @@ class ApiRoutes:
         except ClientDisconnect:
             call.cancel()
             raise
-        completion = Completion(_model_id(ask), f"{entry.id:x}{int(entry.started * 1000):x}")
+        completion = Completion(ask.model, f"{entry.id:x}{int(entry.started * 1000):x}")
         if ask.stream:
             return DisconnectAwareStream(
                 _chunks(call, completion, ask.include_usage),
@@ -374,10 +376,6 @@ class ApiRoutes:
                 500: _server_error,
             },
         )
-
-
-def _model_id(ask: Any) -> str:
-    return str(ask.model)
 
 
 async def _chunks(

@@ -123,7 +123,7 @@ class ApiCall:
         self.task.add_done_callback(lambda _t: self._queue.put_nowait(_END))
         if on_done is not None:
             self.task.add_done_callback(lambda t: on_done(_outcome(t)))
-        self._held: list[StreamEvent] = []
+        self._first: StreamEvent | None = None  # the first output, held by first_output
 
     def _take_clock(self, clock: StatsClock) -> None:
         self.clock = clock
@@ -155,7 +155,11 @@ class ApiCall:
                 ) from None
             if event is _END:
                 self._queue.put_nowait(_END)  # events() sees the end too
-                result = self.task.result()
+                result = self.result()
+                if result is None:  # cancelled, or a bug (logged by _outcome)
+                    raise ApiError(
+                        500, "The agent's call ended without a reply.", type="server_error"
+                    )
                 if result.status == "error":
                     raise error_of(result)
                 return
@@ -163,16 +167,16 @@ class ApiCall:
                 self.waiting = event.waiting
                 continue
             if isinstance(event, OUTPUT):
-                self._held.append(event)
+                self._first = event
                 return
 
     async def events(self) -> AsyncIterator[StreamEvent]:
         """The output events from the first on; ends after ``Finished`` or when the call
         ended without one (``result`` then says why)."""
-        held, self._held = self._held, []
-        for event in held:
-            yield event
-            if isinstance(event, Finished):
+        first, self._first = self._first, None
+        if first is not None:
+            yield first
+            if isinstance(first, Finished):
                 return
         while True:
             event = await self._queue.get()

@@ -9,7 +9,7 @@ servers take by default (LM Studio 1234, Jan 1337, GPT4All 4891, koboldcpp 5001,
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from desktop.errors import ValidationError
@@ -54,7 +54,6 @@ class ServeConfig:
     queue_limit: int = DEFAULT_QUEUE_LIMIT
     queue_timeout_s: float = DEFAULT_QUEUE_TIMEOUT_S
     keep_conversations: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def loopback(self) -> bool:

@@ -56,12 +56,12 @@ def turn_runner(
         conv_id = client_conversation(conversations, agent, asked[:-1], question, client)
         turn = chat.begin(conv_id, agent, question)
         turn.source, turn.api_client = "api", client
-        clocks: list[StatsClock] = []
+        told: list[StatsClock | None] = [None]  # the clock the call was last given
 
         def heard(event: object) -> None:
-            clock = turn.clock
-            if clock is not None and (not clocks or clocks[-1] is not clock):
-                clocks.append(clock)
+            clock = turn.clock  # a new one for each model call of the turn
+            if clock is not None and clock is not told[0]:
+                told[0] = clock
                 on_clock(clock)
             if isinstance(event, PASSED_ON):
                 on_event(event)
