@@ -21,7 +21,7 @@ from desktop.chat.call import CallDeps, CallSink, ModelCall
 from desktop.chat.call_stats import CallPlace, CallStats
 from desktop.chat.stats_clock import StatsClock
 from desktop.errors import UserError
-from desktop.llm.events import StreamEvent, ToolCall
+from desktop.llm.events import StreamEvent
 from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
 from desktop.store.agents import Agent
 
@@ -43,7 +43,6 @@ class OneShot:
     error_kind: str | None = None  # the UserError's kind ("rate_limited", "auth", …)
     reasoning: str = ""
     notice: str | None = None  # what the backend did on its own (RunInfo.notice)
-    tool_calls: tuple[ToolCall, ...] = ()  # what the model asked its caller's tools for
     retry_after: float | None = None  # a rate limit's own wait (RateLimited.retry_after)
 
     @property
@@ -129,7 +128,6 @@ async def call_once(
             error_kind=error.kind if error else None,
             reasoning="".join(sink.thoughts),
             notice=notices[-1] if notices else None,
-            tool_calls=tuple(sink.tool_calls),
             retry_after=getattr(error, "retry_after", None),
         )
 
