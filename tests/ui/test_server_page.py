@@ -65,6 +65,8 @@ def test_start_serve_watch_and_stop(
         assert page.state_label.text() == "Stopped" and not page.copy_button.isEnabled()
         page.keep.setChecked(True)  # saved at once; the server takes it when it starts
         assert services.prefs.get(serve_config.PREF_KEEP_CONVERSATIONS) is True
+        assert services.prefs.get(serve_config.PREF_PORT) == 7464  # the port box's, saved too
+        services.prefs.set(serve_config.PREF_PORT, 0)  # the test takes a free port
         page.start_button.click()
         qtbot.waitUntil(lambda: page.running, timeout=10_000)
         assert page.state_label.text().startswith("Running at http://127.0.0.1:")
