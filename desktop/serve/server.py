@@ -32,8 +32,9 @@ from desktop.serve.config import ServeConfig
 from desktop.serve.gate import LocalGate
 from desktop.serve.keys import ApiKeys
 from desktop.serve.wire import model_ids
-from desktop.store.agents import Agent
+from desktop.store.agents import Agent, AgentStore
 from desktop.store.serving import ApiKeyStore, ServedAgent, ServedAgentStore
+from desktop.store.watch import data_version
 
 if TYPE_CHECKING:
     from desktop.chat.services import Services
@@ -84,6 +85,60 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+class _CoalescingTransport:
+    """A connection's transport whose writes in one turn of the loop leave as one ``send``.
+
+    uvicorn writes a streamed reply's headers and its first chunk (and later the last chunk
+    and the end of the body) with a ``write`` each, in the same turn of the loop. Each
+    ``write`` is a system call that wakes the client, and a client on the same core then
+    runs between the two: one wake-up more before the first token reaches it (about half a
+    millisecond of TTFT, ``bench/serve.py``). Held until the loop's next turn, they leave
+    together; a write alone leaves at that next turn, which is no later than the client
+    could have read it anyway. Everything else is the real transport's."""
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+        self._held: list[bytes] = []
+        self._loop = asyncio.get_running_loop()
+
+    def write(self, data: bytes) -> None:
+        if not data:
+            return
+        if not self._held:
+            self._loop.call_soon(self._flush)
+        self._held.append(data)
+
+    def _flush(self) -> None:
+        if self._held:
+            data = b"".join(self._held)
+            self._held.clear()
+            if not self._transport.is_closing():
+                self._transport.write(data)
+
+    def close(self) -> None:
+        self._flush()  # what was written goes out before the connection closes
+        self._transport.close()
+
+    def abort(self) -> None:
+        self._held.clear()
+        self._transport.abort()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+def _protocol() -> type[asyncio.Protocol]:
+    """uvicorn's h11 protocol (pure Python, always installed: httpcore needs h11, so the
+    server is the same everywhere) on a coalescing transport."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class CoalescingH11Protocol(H11Protocol):
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(_CoalescingTransport(transport))  # type: ignore[arg-type]
+
+    return CoalescingH11Protocol
+
+
 def _uvicorn_server(app: Any) -> Any:
     import uvicorn
 
@@ -94,7 +149,7 @@ def _uvicorn_server(app: Any) -> Any:
 
     config = uvicorn.Config(
         app,
-        http="h11",  # pure Python, always installed (httpcore needs it): the same everywhere
+        http=_protocol(),
         lifespan="off",
         log_config=None,
         access_log=False,
@@ -142,7 +197,13 @@ class ApiServer:
             activity=self.activity,
             keep=self._keep if self.config.keep_conversations else None,
             turn_runner=self._turn_runner,
+            version=self._agents_version,
         )
+
+    def _agents_version(self) -> tuple[int, int, int]:
+        """Changes when the agents or how they are served may have: another connection's
+        commit, or a write through this process's stores."""
+        return (data_version(self.services.db.conn), AgentStore.writes, ServedAgentStore.writes)
 
     def _turn_runner(self, agent: Agent, request: Any, client: str | None) -> Runner | None:
         from desktop.serve.turns import turn_runner

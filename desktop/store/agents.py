@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import sqlite_utils
 
@@ -76,6 +76,11 @@ _COLUMNS = [
 
 
 class AgentStore:
+    # Writes through any AgentStore of this process: with ``PRAGMA data_version`` (other
+    # connections' commits) it tells a reader whether the agents may have changed since it
+    # looked (``serve/app.py`` keeps the model list between requests).
+    writes: ClassVar[int] = 0
+
     def __init__(self, db: sqlite_utils.Database) -> None:
         self._db = db
 
@@ -86,6 +91,7 @@ class AgentStore:
         ).fetchone()
         if row:
             return int(row[0])
+        AgentStore.writes += 1
         cur = self._db.execute(
             "INSERT INTO endpoints (kind, base_url, key_ref, created_at) VALUES (?, ?, ?, ?)",
             [kind, base_url, uuid.uuid4().hex, utc_now()],
@@ -99,6 +105,7 @@ class AgentStore:
         return row is not None
 
     def delete_endpoint(self, endpoint_id: int) -> None:
+        AgentStore.writes += 1
         self._db.execute("DELETE FROM endpoints WHERE id = ?", [endpoint_id])
 
     # agents --------------------------------------------------------------------------------
@@ -145,6 +152,7 @@ class AgentStore:
         row.update(created_at=now, updated_at=now)
         cols = ", ".join(row)
         marks = ", ".join("?" for _ in row)
+        AgentStore.writes += 1
         cur = self._db.execute(f"INSERT INTO agents ({cols}) VALUES ({marks})", list(row.values()))
         return read_back(self.get(int(cur.lastrowid or 0)))
 
@@ -154,8 +162,10 @@ class AgentStore:
         row = self._row(agent.with_changes(endpoint_id=endpoint_id))
         row["updated_at"] = utc_now()
         sets = ", ".join(f"{k} = ?" for k in row)
+        AgentStore.writes += 1
         self._db.execute(f"UPDATE agents SET {sets} WHERE id = ?", [*row.values(), agent.id])
         return read_back(self.get(agent.id))
 
     def delete(self, agent_id: int) -> None:
+        AgentStore.writes += 1
         self._db.execute("DELETE FROM agents WHERE id = ?", [agent_id])

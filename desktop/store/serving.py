@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import ClassVar
 
 import sqlite_utils
 
@@ -113,6 +114,8 @@ class ServedAgent:
 
 
 class ServedAgentStore:
+    writes: ClassVar[int] = 0  # as ``AgentStore.writes``
+
     def __init__(self, db: sqlite_utils.Database) -> None:
         self._db = db
 
@@ -126,6 +129,7 @@ class ServedAgentStore:
         return self.all().get(agent_id, ServedAgent(agent_id))
 
     def set(self, served: ServedAgent) -> None:
+        ServedAgentStore.writes += 1
         self._db.execute(
             "INSERT INTO served_agents (agent_id, exposed, client_sampling, run_tools) "
             "VALUES (?, ?, ?, ?) ON CONFLICT(agent_id) DO UPDATE SET "
