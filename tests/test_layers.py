@@ -22,8 +22,9 @@ ALLOWED = {
     "settings": {"errors", "store"},
     "hub": {"errors", "local", "settings"},
     "tools": {"errors", "settings", "store"},
-    "chat": {"errors", "llm", "local", "store", "settings", "hub", "tools"},
-    "serve": {"errors", "llm", "local", "store", "settings", "hub", "tools", "chat"},
+    "attach": {"errors", "llm", "store", "settings"},
+    "chat": {"errors", "llm", "local", "store", "settings", "hub", "tools", "attach"},
+    "serve": {"errors", "llm", "local", "store", "settings", "hub", "tools", "attach", "chat"},
 }
 
 
@@ -336,6 +337,18 @@ UI_READ_MODELS: dict[str, tuple[frozenset[str], str]] = {
         frozenset({"SecretStore", "SecretsUnavailable", "redact"}),
         "services.secrets' type, its error, known secrets blanked from a text (pure)",
     ),
+    "desktop.store.attachments": (
+        frozenset({"Attachment"}),
+        "an attachment of a message (name, kind, size, its file's hash): data",
+    ),
+    "desktop.attach.prepare": (
+        frozenset({"Prepared"}),
+        "a file made ready to send (its attachment, size in pixels or characters): data",
+    ),
+    "desktop.attach.errors": (
+        frozenset({"AttachError"}),
+        "why a file cannot be attached, in words for its chip: data",
+    ),
     "desktop.tools.config": (
         frozenset({"McpConfig", "validate_server"}),
         "services.tools.manager.config's type; a server's field checks (pure)",
@@ -348,7 +361,7 @@ UI_READ_MODELS: dict[str, tuple[frozenset[str], str]] = {
 
 
 def test_ui_pages_reach_the_core_through_chat_services() -> None:
-    below_chat = {"store", "local", "hub", "settings", "tools", "llm"}
+    below_chat = {"store", "local", "hub", "settings", "tools", "llm", "attach"}
     used: set[tuple[str, str]] = set()
     wrong = []
     for package in UI_SERVICE_CLIENTS:

@@ -46,6 +46,9 @@ class Usage:
     # worker's prompt-state cache ("memory", another conversation's state restored), or a
     # system-prompt state saved on disk ("saved"). None: not local, or nothing cached.
     cache_source: Literal["context", "memory", "saved"] | None = None
+    # Of ``prompt_tokens``, those the images took, where the backend says (Gemini's counts by
+    # modality); None: not reported (the stats row then holds an estimate, marked so).
+    image_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,7 @@ class Timing:
     worker_start_ms: float | None = None
     reported_by: Literal["llama.cpp", "server"] | None = None
     cache_restore_ms: float | None = None  # restoring a memory-cached or saved prompt state
+    image_encode_ms: float | None = None  # local: the projector encoding the images
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,19 @@ Role = Literal["system", "user", "assistant", "tool"]
 
 
 @dataclass(frozen=True, slots=True)
+class ImagePart:
+    """An image in a message, ready for the wire: already oriented, stripped of metadata and
+    sized for the agent's provider (``desktop/attach/images.py``). ``data``: the encoded
+    file (PNG, JPEG, WebP or GIF, as ``mime`` says)."""
+
+    mime: str
+    data: bytes = field(repr=False)
+    name: str = ""
+    width: int = 0
+    height: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class ChatMessage:
     role: Role
     content: str
@@ -23,6 +36,9 @@ class ChatMessage:
     # role "tool": the tool failed and ``content`` says how (Anthropic's ``is_error``; the
     # other protocols have no flag and get the text alone).
     is_error: bool = False
+    # role "user": images sent with the text (documents are text in ``content`` already,
+    # each in its delimited block: ``desktop/attach/documents.py``)
+    images: tuple[ImagePart, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

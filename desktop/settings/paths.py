@@ -43,6 +43,11 @@ class AppPaths:
         return self.data_dir / "models"
 
     @property
+    def attachments_dir(self) -> Path:
+        """Files attached to messages, each once under its SHA-256 (``store/attachments.py``)."""
+        return self.data_dir / "attachments"
+
+    @property
     def log_path(self) -> Path:
         return self.log_dir / "simi.log"
 

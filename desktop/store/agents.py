@@ -41,6 +41,8 @@ class Agent:
     kv_type: str | None = None
     main_gpu: int | None = None
     n_batch: int | None = None
+    # the vision projector (a GGUF "mmproj" file) that lets a local model see images
+    mmproj_path: str | None = None
     # price override, USD per million tokens; wins over the price dataset (remote agents)
     price_input_per_m: float | None = None
     price_output_per_m: float | None = None

@@ -20,6 +20,7 @@ from desktop.store.migrations_features import (
     m011_process_owners,
     m012_where_it_ran,
     m013_api_server,
+    m014_attachments,
 )
 
 
@@ -355,4 +356,5 @@ MIGRATIONS: list[Migration] = [
     ("m011_process_owners", m011_process_owners),
     ("m012_where_it_ran", m012_where_it_ran),
     ("m013_api_server", m013_api_server),
+    ("m014_attachments", m014_attachments),
 ]

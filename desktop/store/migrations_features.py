@@ -1,8 +1,8 @@
 """Schema steps of the features after the core (see ``migrations.py`` for the rules): compare
 mode (m007), where cached prompt tokens came from (m008), MCP tool servers (m009), tool steps
 (m010), the process that owns each live row (m011), where a local call ran (m012), the local
-API server (m013). Listed, in order, in ``migrations.MIGRATIONS``; never edit or reorder a
-shipped step."""
+API server (m013), attachments (m014). Listed, in order, in ``migrations.MIGRATIONS``; never
+edit or reorder a shipped step."""
 
 from __future__ import annotations
 
@@ -311,3 +311,47 @@ def m013_api_server(db: sqlite_utils.Database) -> None:
         "CREATE INDEX IF NOT EXISTS stats_by_source ON inference_stats "
         "(source, api_client, started_at) WHERE source IS NOT NULL"
     )
+
+
+STATS_COLUMNS_M014 = (
+    # of prompt_tokens, those the call's images took: reported by the backend where it says
+    # (Gemini), else estimated from the images' sizes (image_tokens_estimated = 1)
+    ("image_tokens", "INTEGER"),
+    ("image_tokens_estimated", "INTEGER"),
+    # local: milliseconds the vision projector took to encode the images (a timeline lane)
+    ("image_encode_ms", "REAL"),
+)
+
+
+def m014_attachments(db: sqlite_utils.Database) -> None:
+    """Files attached to messages: each stored once under its SHA-256 in the attachments
+    folder (``store/attachments.py``), a row per use; a local agent's vision projector; what
+    the images of a call cost in tokens and, locally, in time."""
+    db.executescript(
+        """
+        CREATE TABLE IF NOT EXISTS attachment_files (
+            sha256 TEXT PRIMARY KEY,  -- hex SHA-256 of the bytes: the file's name on disk
+            size INTEGER NOT NULL,
+            mime TEXT NOT NULL,  -- what the bytes are (sniffed), not what the name says
+            kind TEXT NOT NULL,  -- 'image' or 'document'
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS message_attachments (
+            message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,  -- the order they were attached in
+            sha256 TEXT NOT NULL REFERENCES attachment_files(sha256),
+            name TEXT NOT NULL,  -- the file's name as the person attached it
+            -- a document sent in part ("send the first part": it did not fit the context):
+            -- how many characters of its text; NULL: all of it
+            text_limit INTEGER,
+            PRIMARY KEY (message_id, position)
+        );
+        CREATE INDEX IF NOT EXISTS message_attachments_by_file ON message_attachments (sha256);
+        """
+    )
+    if "mmproj_path" not in {c.name for c in db["agents"].columns}:
+        db.execute("ALTER TABLE agents ADD COLUMN mmproj_path TEXT")
+    have = {c.name for c in db["inference_stats"].columns}
+    for name, sql_type in STATS_COLUMNS_M014:
+        if name not in have:
+            db.execute(f"ALTER TABLE inference_stats ADD COLUMN {name} {sql_type}")
