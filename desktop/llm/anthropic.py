@@ -18,6 +18,10 @@ is sent back as ``text`` + ``tool_use`` blocks, the results as one user turn of
 Not handled yet: extended thinking with tools (the API wants the turn's thinking block, with
 its signature, sent back before a ``tool_use``; this reader does not keep it).
 
+Images (``ChatMessage.images``) go as ``image`` blocks with a ``base64`` source
+(``media_type``, ``data``), before the message's text block: Anthropic's vision guide says
+Claude works best with images before text.
+
 Usage: ``prompt_tokens`` = ``input_tokens`` + ``cache_creation_input_tokens`` +
 ``cache_read_input_tokens`` (Anthropic's ``input_tokens`` excludes the cached part);
 ``cached_tokens`` = ``cache_read_input_tokens``; ``output_tokens`` includes thinking.
@@ -47,7 +51,7 @@ from desktop.llm.tool_wire import (
     system_and_groups,
 )
 from desktop.llm.transport import HostedOptions, HostedProvider, HttpEndpoint, ReplyReader
-from desktop.llm.wire import sampling_fields, whole
+from desktop.llm.wire import base64_of, sampling_fields, whole
 
 DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
 API_VERSION = "2023-06-01"
@@ -212,7 +216,8 @@ class AnthropicProvider(HostedProvider):
 
 def _content(group: list[ChatMessage]) -> str | list[dict[str, Any]]:
     """One turn's content: text alone as one string (as before tools), else blocks: tool
-    results first (the API wants them at the start of the user turn), then text, then calls."""
+    results first (the API wants them at the start of the user turn), then per message its
+    images, its text, its calls."""
     if plain(group):
         return "\n\n".join(m.content for m in group)
     results: list[dict[str, Any]] = []
@@ -228,6 +233,9 @@ def _content(group: list[ChatMessage]) -> str | list[dict[str, Any]]:
                 result["is_error"] = True
             results.append(result)
             continue
+        for image in m.images:  # before the text: Anthropic's vision guide asks for that
+            source = {"type": "base64", "media_type": image.mime, "data": base64_of(image)}
+            blocks.append({"type": "image", "source": source})
         if m.content:
             blocks.append({"type": "text", "text": m.content})
         for call in m.tool_calls:

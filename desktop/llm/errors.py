@@ -15,6 +15,7 @@ __all__ = [
     "AuthError",
     "BadResponse",
     "ContextTooLong",
+    "ImagesNotSupported",
     "LocalModelError",
     "ModelNotFound",
     "ProviderUnavailable",
@@ -70,6 +71,12 @@ class Stalled(ProviderUnavailable):
 
 class BadResponse(UserError):
     kind = "bad_response"
+
+
+class ImagesNotSupported(BadResponse):
+    """The message had images and the model (or the server it runs on) cannot read them: a
+    text-only model, a llama.cpp server started without its vision projector. Not retryable;
+    the person picks a vision model or removes the image."""
 
 
 class LocalModelError(UserError):

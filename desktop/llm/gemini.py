@@ -21,6 +21,12 @@ object, an ``id`` on newer models; one is made up when there is none) that may c
 refuses a history without it). Results go back as ``functionResponse`` parts in a user turn
 (``{"result": text}``, or ``{"error": text}`` for a failed tool). ``MALFORMED_FUNCTION_CALL``
 (the model could not write a call Gemini accepts) is a ``BadResponse`` in words.
+
+Images (``ChatMessage.images``) go as ``{"inlineData": {"mimeType", "data"}}`` parts (base64),
+before the message's text part. The REST docs write ``inline_data`` / ``mime_type``; the API's
+JSON takes either spelling and this module sends camelCase throughout. ``usageMetadata.
+promptTokensDetails`` counts the prompt by modality: its ``IMAGE`` entry is
+``Usage.image_tokens``.
 """
 
 from __future__ import annotations
@@ -49,7 +55,7 @@ from desktop.llm.tool_wire import (
     system_and_groups,
 )
 from desktop.llm.transport import HostedOptions, HostedProvider, HttpEndpoint, ReplyReader
-from desktop.llm.wire import sampling_fields, whole
+from desktop.llm.wire import base64_of, sampling_fields, whole
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 _FINISH: dict[str, FinishReason] = {
@@ -103,6 +109,7 @@ class _Frames(ReplyReader):
     def __init__(self, http: HttpEndpoint, request: ChatRequest) -> None:
         super().__init__(http, request)
         self.meta: dict[str, Any] = {}
+        self.prompt_details: list[Any] = []
         self.calls: list[ToolCall] = []
 
     def read(self, event: str, frame: dict[str, Any]) -> Iterator[StreamEvent]:
@@ -115,6 +122,9 @@ class _Frames(ReplyReader):
         yield from self.run_info(frame.get("modelVersion"))
         if isinstance(frame.get("usageMetadata"), dict):
             self.meta = frame["usageMetadata"]
+            details = self.meta.get("promptTokensDetails")
+            if isinstance(details, list):  # not in every frame: the last one that had it
+                self.prompt_details = details
         blocked = (frame.get("promptFeedback") or {}).get("blockReason")
         if blocked:
             raise BadResponse(
@@ -171,6 +181,7 @@ class _Frames(ReplyReader):
             output_tokens=output,
             reasoning_tokens=thoughts,
             source="reported",
+            image_tokens=_modality(self.prompt_details, "IMAGE"),
         )
 
 
@@ -243,6 +254,17 @@ class GeminiProvider(HostedProvider):
         return sorted(names)
 
 
+def _modality(details: list[Any], modality: str) -> int | None:
+    """The tokens of one modality in a ``ModalityTokenCount`` list; None when not listed."""
+    counts = [
+        whole(d.get("tokenCount"))
+        for d in details
+        if isinstance(d, dict) and d.get("modality") == modality
+    ]
+    found = [c for c in counts if c is not None]
+    return sum(found) if found else None
+
+
 def _tool_call(call: dict[str, Any], signature: object) -> ToolCall:
     """A ``functionCall`` part as a call: its args object back to JSON text."""
     args = call.get("args")
@@ -255,8 +277,9 @@ def _tool_call(call: dict[str, Any], signature: object) -> ToolCall:
 
 
 def _parts(group: list[ChatMessage]) -> list[dict[str, Any]]:
-    """One turn's parts: a text part per message (as before tools), calls as
-    ``functionCall`` parts, results as ``functionResponse`` parts."""
+    """One turn's parts: a text part per message (as before tools), images as
+    ``inlineData`` parts before their message's text, calls as ``functionCall`` parts,
+    results as ``functionResponse`` parts."""
     if plain(group):
         return [{"text": m.content} for m in group]
     parts: list[dict[str, Any]] = []
@@ -270,6 +293,8 @@ def _parts(group: list[ChatMessage]) -> list[dict[str, Any]]:
                 response["id"] = m.tool_call_id  # Gemini's own id (ours are made up)
             parts.append({"functionResponse": response})
             continue
+        for image in m.images:  # before the text, as Gemini's image guide advises
+            parts.append({"inlineData": {"mimeType": image.mime, "data": base64_of(image)}})
         if m.content:
             parts.append({"text": m.content})
         for c in m.tool_calls:

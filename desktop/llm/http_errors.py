@@ -29,6 +29,7 @@ from desktop.llm.errors import (
     AuthError,
     BadResponse,
     ContextTooLong,
+    ImagesNotSupported,
     ModelNotFound,
     ProviderUnavailable,
     RateLimited,
@@ -49,6 +50,31 @@ _CONTEXT_MARKERS = (
     "input is too long",
     "reduce the length",
 )
+# Phrases servers use when the model has no vision and the request carried images: llama.cpp's
+# server without a projector (HTTP 500 "image input is not supported - hint: ... mmproj"),
+# Ollama ("this model is missing data required for image input"), vLLM ("... is not a
+# multimodal model", "At most 0 image(s) may be provided"), LM Studio and others ("does not
+# support images"), OpenAI ("image_url is only supported by certain models"), OpenRouter (404
+# "No endpoints found that support image input"), servers that take text content only.
+# Read only when the request had images.
+_NO_VISION_MARKERS = (
+    "image input is not supported",
+    "missing data required for image input",
+    "not a multimodal model",
+    "does not support multimodal",
+    "does not support image",
+    "doesn't support image",
+    "does not support vision",
+    "vision is not supported",
+    "images are not supported",
+    "image inputs are not supported",
+    "at most 0 image",
+    "image_url is only supported",
+    "support image input",
+    "unknown variant `image_url`",
+    "content must be a string",
+)
+_NO_VISION_STATUSES = (400, 404, 415, 422, 500)
 _KEY_PATTERNS = (
     re.compile(r"(?i)(bearer\s+)[^\s\"',;]+"),
     re.compile(r"sk-[A-Za-z0-9_\-]{6,}"),
@@ -224,9 +250,16 @@ class EndpointErrors:
         )
 
     def http_error(
-        self, status: int, text: str, headers: httpx.Headers, model: str | None
+        self,
+        status: int,
+        text: str,
+        headers: httpx.Headers,
+        model: str | None,
+        *,
+        images: bool = False,
     ) -> UserError:
-        """Map an HTTP error status (and its body) to a typed error with advice."""
+        """Map an HTTP error status (and its body) to a typed error with advice. ``images``:
+        the request carried images (a refusal of them then says so)."""
         where = self.where
         body = _json_or_none(text)
         message = redact(_error_message(body, text), self.secrets)
@@ -238,6 +271,16 @@ class EndpointErrors:
             return AuthError(
                 f"{where} rejected the API key (HTTP {status}). Check the key in the endpoint "
                 "settings, and that it is allowed to use this model."
+            )
+        if (
+            images
+            and status in _NO_VISION_STATUSES
+            and any(m in lowered for m in _NO_VISION_MARKERS)
+        ):
+            named = f"“{model}”" if model else "The model"
+            return ImagesNotSupported(
+                f"{named} at {where} cannot read images: choose a vision model, or remove the "
+                f"image. (The server answered HTTP {status}{detail}.)"
             )
         if status in (404, 410):
             what = f"the model “{model}”" if model else "this address"

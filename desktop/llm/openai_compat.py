@@ -19,6 +19,12 @@ content null when it wrote no text), a result as a ``role: "tool"`` message with
 says which call, the first fragment has its ``id`` and ``function.name``, ``function.arguments``
 comes in pieces; several calls interleave by index (Ollama sends every call of a batch at index
 0, told apart by a new id). The whole calls are yielded at the end (``desktop.llm.tool_wire``).
+
+Images (``ChatMessage.images``): the user message's ``content`` becomes a list of parts, its
+text as ``{"type": "text"}`` then each image as ``{"type": "image_url", "image_url": {"url":
+"data:<mime>;base64,..."}}``; a message without images keeps its plain string. A server whose
+model cannot see refuses the request (llama.cpp's server without a projector: HTTP 500 "image
+input is not supported"); that is an ``ImagesNotSupported`` (``desktop.llm.http_errors``).
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from desktop.llm.http_errors import unavailable
 from desktop.llm.provider import ChatMessage, ChatRequest
 from desktop.llm.tool_wire import cut_mid_call, finish_with_calls, new_call_id
 from desktop.llm.transport import HttpEndpoint, HttpOptions, HttpProvider, ReplyReader
-from desktop.llm.wire import sampling_fields
+from desktop.llm.wire import base64_of, sampling_fields
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
@@ -264,7 +270,20 @@ def _message(m: ChatMessage) -> dict[str, Any]:
                 for c in m.tool_calls
             ],
         }
+    if m.images:
+        return {"role": m.role, "content": _parts(m)}
     return {"role": m.role, "content": m.content}
+
+
+def _parts(m: ChatMessage) -> list[dict[str, Any]]:
+    """A message with images as content parts: its text first (as OpenAI's guide shows it,
+    and as OpenRouter recommends), then each image as a data URL (no text part when there
+    is no text)."""
+    parts: list[dict[str, Any]] = [{"type": "text", "text": m.content}] if m.content else []
+    for image in m.images:
+        url = f"data:{image.mime};base64,{base64_of(image)}"
+        parts.append({"type": "image_url", "image_url": {"url": url}})
+    return parts
 
 
 def _int(value: object) -> int | None:

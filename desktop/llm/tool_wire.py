@@ -51,8 +51,8 @@ def system_and_groups(messages: Iterable[ChatMessage]) -> tuple[str, list[Group]
 
 
 def plain(group: list[ChatMessage]) -> bool:
-    """Whether a group is text only (sent exactly as before tools existed)."""
-    return all(m.role != "tool" and not m.tool_calls for m in group)
+    """Whether a group is text only (sent exactly as before tools and images existed)."""
+    return all(m.role != "tool" and not m.tool_calls and not m.images for m in group)
 
 
 def arguments_object(call: ToolCall) -> dict[str, Any]:

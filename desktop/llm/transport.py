@@ -179,10 +179,12 @@ class HttpEndpoint(EndpointErrors):
         body: dict[str, Any],
         headers: dict[str, str],
         model: str | None = None,
+        images: bool = False,
     ) -> AsyncGenerator[Timing | ServerSentEvent, None]:
         """POST ``body`` and yield one ``Timing`` (connect/headers), then the server-sent events.
 
-        Raises typed errors for HTTP statuses and transport failures. Close it with
+        Raises typed errors for HTTP statuses and transport failures (``images``: the body
+        carries images, so a refusal of them is named as such). Close it with
         ``contextlib.aclosing`` so cancelling the consumer closes the HTTP stream at once.
         """
         for attempt in (1, 2):
@@ -203,7 +205,9 @@ class HttpEndpoint(EndpointErrors):
                     got_headers = True
                     if response.status_code >= 400:
                         text = (await response.aread()).decode("utf-8", "replace")
-                        raise self.http_error(response.status_code, text, response.headers, model)
+                        raise self.http_error(
+                            response.status_code, text, response.headers, model, images=images
+                        )
                     if response.status_code != 200:
                         raise BadResponse(
                             f"{self.where} answered HTTP {response.status_code} instead of a "
@@ -394,6 +398,7 @@ class HttpProvider(abc.ABC):
             body=self._body(request),
             headers=self._headers(),
             model=self._model(request),
+            images=any(m.images for m in request.messages),
         )
         shown = False  # whether text (or reasoning) reached the caller: a stall's words
         try:

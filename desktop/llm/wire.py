@@ -1,16 +1,17 @@
 """What the three JSON wire protocols share when they build a request or read a count.
 
-OpenAI, Anthropic and Gemini name the same sampling settings differently and all of them report
-token counts as JSON numbers that a careful reader checks (the turns two of them want
-alternating, with the system prompt apart, are ``tool_wire.system_and_groups``). Provider
-JSON itself stays in the provider modules.
+OpenAI, Anthropic and Gemini name the same sampling settings differently, all of them carry an
+image's bytes as base64 text, and all of them report token counts as JSON numbers that a
+careful reader checks (the turns two of them want alternating, with the system prompt apart,
+are ``tool_wire.system_and_groups``). Provider JSON itself stays in the provider modules.
 """
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
-from desktop.llm.provider import Sampling
+from desktop.llm.provider import ImagePart, Sampling
 
 
 def sampling_fields(
@@ -38,3 +39,8 @@ def sampling_fields(
 def whole(value: object) -> int | None:
     """A token count from provider JSON: an integer (not a bool), else None."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def base64_of(image: ImagePart) -> str:
+    """An image's bytes as base64 text (standard alphabet, padded), as every wire wants."""
+    return base64.b64encode(image.data).decode("ascii")

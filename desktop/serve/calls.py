@@ -41,6 +41,8 @@ ERROR_STATUS: dict[str, tuple[int, str, str]] = {
     "unavailable": (502, "server_error", "upstream_unavailable"),
     "bad_response": (502, "server_error", "upstream_bad_response"),
     "secrets_unavailable": (503, "server_error", "keyring_locked"),
+    # images for an agent that cannot see them (a local model without a projector)
+    "attachment": (400, "invalid_request_error", "images_not_supported"),
 }
 
 

@@ -3,11 +3,14 @@
 
 Only what the server speaks is read; anything else in the body is ignored, as OpenAI-compatible
 servers do. A body that cannot be served raises ``ApiError`` (status 400) with a message that
-names the field, never a traceback.
+names the field, never a traceback. A user message may carry images as OpenAI's ``image_url``
+content parts, as base64 data URLs only: the server never fetches an address.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
 import time
@@ -16,7 +19,7 @@ from dataclasses import KW_ONLY, dataclass, replace
 from typing import Any
 
 from desktop.llm.events import ToolCall
-from desktop.llm.provider import ChatMessage, ChatRequest, Sampling, ToolSpec
+from desktop.llm.provider import ChatMessage, ChatRequest, ImagePart, Sampling, ToolSpec
 from desktop.store.agents import Agent
 
 
@@ -126,26 +129,81 @@ def _number(body: dict[str, Any], name: str, kind: type, low: float, high: float
     return kind(value)
 
 
-def _text_of(content: Any, where: str) -> str:
-    """A message's text: a string, or the text parts of a list of parts."""
+def _content_of(content: Any, where: str, role: str) -> tuple[str, tuple[ImagePart, ...]]:
+    """A message's text and images: a string, or a list of parts whose text parts are joined
+    and whose ``image_url`` parts (a user message's) are data URLs."""
     if content is None:
-        return ""
+        return "", ()
     if isinstance(content, str):
-        return content
+        return content, ()
     if isinstance(content, list):
-        texts = []
-        for part in content:
+        texts: list[str] = []
+        images: list[ImagePart] = []
+        for j, part in enumerate(content):
             if not isinstance(part, dict) or "type" not in part:
                 raise _bad(f"Each part of {where}.content must be an object with a 'type'.")
-            if part["type"] != "text":
+            field = f"{where}.content[{j}]"
+            if part["type"] == "image_url":
+                if role != "user":
+                    raise _bad(f"{field}: only user messages may carry images.", field)
+                images.append(_image(part.get("image_url"), f"{field}.image_url"))
+            elif part["type"] == "text":
+                texts.append(str(part.get("text", "")))
+            else:
                 raise _bad(
                     f"{where}.content has a '{part['type']}' part: SIMI Multi's server takes "
-                    "text only for now.",
+                    "text and images (image_url) only for now.",
                     f"{where}.content",
                 )
-            texts.append(str(part.get("text", "")))
-        return "".join(texts)
+        return "".join(texts), tuple(images)
     raise _bad(f"{where}.content must be a string or a list of parts.", f"{where}.content")
+
+
+MAX_IMAGE_BYTES = 20 * 1024 * 1024
+# The image formats all three remote wires (and llama.cpp) take, with how each file starts.
+_IMAGE_MAGIC = {
+    "image/png": (b"\x89PNG\r\n\x1a\n",),
+    "image/jpeg": (b"\xff\xd8\xff",),
+    "image/gif": (b"GIF87a", b"GIF89a"),
+    "image/webp": (b"RIFF",),  # then the size, then "WEBP" (checked below)
+}
+_DATA_URL = re.compile(r"data:(?P<mime>[^;,]*)(?P<params>(?:;[^;,]*)*),(?P<data>.*)", re.S | re.I)
+
+
+def _image(raw: Any, field: str) -> ImagePart:
+    """An ``image_url`` part's image: a base64 data URL of a PNG, JPEG, GIF or WebP image
+    of at most 20 MB. The server never fetches an address (a request must not make it reach
+    out to the network or the disk), so http(s) URLs are refused."""
+    url = raw.get("url") if isinstance(raw, dict) else raw
+    if not isinstance(url, str) or not url.strip():
+        raise _bad(f"{field} needs a 'url': a data: URL of the image.", field)
+    url = url.strip()
+    if url[:5].lower() != "data:":
+        raise _bad(f"{field} must be a data: URL; SIMI Multi does not fetch addresses.", field)
+    match = _DATA_URL.fullmatch(url)
+    if match is None:
+        raise _bad(f"{field} is not a whole data URL (data:image/png;base64,...).", field)
+    mime = match["mime"].strip().lower()
+    mime = "image/jpeg" if mime == "image/jpg" else mime
+    if not mime.startswith("image/"):
+        raise _bad(f"{field} is {mime or 'untyped'} data, not an image.", field)
+    if mime not in _IMAGE_MAGIC:
+        raise _bad(f"{field} is {mime}: send a PNG, JPEG, GIF or WebP image.", field)
+    if "base64" not in (p.strip().lower() for p in match["params"].split(";")):
+        raise _bad(f"{field} must be base64 (data:{mime};base64,...).", field)
+    text = "".join(match["data"].split())
+    if len(text) // 4 * 3 > MAX_IMAGE_BYTES + 2:
+        raise _bad(f"{field} is larger than 20 MB, the most an image may be.", field)
+    try:
+        data = base64.b64decode(text, validate=True)
+    except binascii.Error:
+        raise _bad(f"{field} is not valid base64.", field) from None
+    if len(data) > MAX_IMAGE_BYTES:
+        raise _bad(f"{field} is larger than 20 MB, the most an image may be.", field)
+    webp = mime != "image/webp" or data[8:12] == b"WEBP"
+    if not data.startswith(_IMAGE_MAGIC[mime]) or not webp:
+        raise _bad(f"{field} says {mime}, but its data is not such an image.", field)
+    return ImagePart(mime, data)
 
 
 def _tool_calls(raw: Any, where: str) -> tuple[ToolCall, ...]:
@@ -183,7 +241,7 @@ def _messages(raw: Any) -> tuple[ChatMessage, ...]:
         role = message.get("role")
         if role not in ROLES:
             raise _bad(f"{where}.role must be one of {', '.join(sorted(ROLES))}.", where)
-        text = _text_of(message.get("content"), where)
+        text, images = _content_of(message.get("content"), where, role)
         if role == "tool":
             call_id = message.get("tool_call_id")
             if not isinstance(call_id, str):
@@ -192,8 +250,10 @@ def _messages(raw: Any) -> tuple[ChatMessage, ...]:
         elif role == "assistant":
             calls = _tool_calls(message.get("tool_calls"), where)
             out.append(ChatMessage("assistant", text, tool_calls=calls))
+        elif role == "user":
+            out.append(ChatMessage("user", text, images=images))
         else:
-            out.append(ChatMessage("system" if role == "developer" else role, text))
+            out.append(ChatMessage("system", text))
     return tuple(out)
 
 

@@ -50,7 +50,8 @@ def test_bodies_that_are_not_a_chat_request_are_400_naming_what_is_wrong(service
         error = assert_openai_error(no_messages, 400)
         assert error["param"] == "messages" and "messages" in error["message"]
         error = assert_openai_error(image, 400)
-        assert "image_url" in error["message"] and error["param"] == "messages[0].content"
+        assert "data URL" in error["message"]
+        assert error["param"] == "messages[0].content[1].image_url"
         assert_openai_error(not_object, 400)
 
     asyncio.run(main())

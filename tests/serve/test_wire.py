@@ -138,7 +138,7 @@ def test_tools_and_tool_history_are_read_from_the_body() -> None:
         (
             {
                 "model": "coder",
-                "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}],
+                "messages": [{"role": "user", "content": [{"type": "input_audio"}]}],
             },
             "messages[0].content",
         ),
