@@ -88,6 +88,7 @@ LOCAL_FIELDS = (
     "main_gpu",
     "flash_attn",
     "kv_type",
+    "mmproj_path",
 )
 REMOTE_FIELDS = (
     "base_url",

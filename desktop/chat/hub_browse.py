@@ -3,10 +3,12 @@ Qt-free and blocking (the tab runs each on a worker thread, ``run_blocking``): t
 memory for the fit marks, a repository's GGUF models with those already in the models folder,
 and GGUF headers read with Range requests (one per repository, scaled for its other
 quantizations; the selected model's own). The client is ``HubService.client()``'s (the saved
-token); the marks themselves are ``hub.files.fit_of``'s, a pure function the tab calls."""
+token); the marks themselves are ``hub.files.fit_of``'s, a pure function the tab calls, and a
+model with a vision projector in its repository "sees images" (``sees_images``)."""
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Any
 
 from desktop.errors import UserError
@@ -39,6 +41,21 @@ def list_models(hub: Any, client: HubClient, repo: str) -> tuple[list[GgufModel]
         except UserError:  # a path that cannot be saved here: Download says why
             continue
     return models, have
+
+
+def sees_images(model: GgufModel) -> bool:
+    """The repository has a vision projector for the model (downloaded with it): a local
+    agent on it can be sent images."""
+    return model.projector is not None
+
+
+def vision_note(model: GgufModel) -> str:
+    """What the model's "Sees images" mark says when pointed at ("" without a projector)."""
+    proj = model.projector
+    if proj is None:
+        return ""
+    name = PurePosixPath(proj.path).name
+    return f"Sees images: its vision projector {name} ({files.gb(proj.size)}) downloads with it"
 
 
 def reference_header(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 
@@ -166,6 +167,7 @@ def load_params_for(agent: Agent) -> LoadParams:
         kv_type=agent.kv_type,
         n_batch=agent.n_batch or 512,
         main_gpu=agent.main_gpu or 0,
+        mmproj_path=str(Path(agent.mmproj_path).expanduser()) if agent.mmproj_path else None,
     )
 
 

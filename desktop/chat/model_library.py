@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from desktop.local import vision
 from desktop.local.catalog import (
     InfoCache,
     ModelCatalog,
@@ -270,6 +271,7 @@ def new_agent_for(
         model_path=entry.path,
         n_ctx=n_ctx,
         n_gpu_layers=layers,
+        mmproj_path=entry.mmproj,
     )
 
 
@@ -314,3 +316,28 @@ def fits_now(info: ModelInfo, params: LoadParams) -> bool:
         if offload and vram_free is not None and est.vram > vram_free * (1 - WARM_MARGIN):
             return False
     return True
+
+
+# vision projectors -----------------------------------------------------------------------------
+def projector_beside(model_path: str | None) -> str | None:
+    """Blocking (lists the model's folder): the vision projector ("mmproj" GGUF) beside a
+    model file, None when there is none. The library's entries already name theirs
+    (``ModelEntry.mmproj``, found the same way, in a download's repository folders too)."""
+    found = vision.projector_beside(model_path)
+    return str(found) if found is not None else None
+
+
+def projector_problem(mmproj_path: str | None, model_path: str | None = None) -> str | None:
+    """Blocking (reads two GGUF headers): why the agent editor's projector cannot be one for
+    the model, in finished words; None when it can, or none is chosen."""
+    return vision.projector_problem(mmproj_path, model_path)
+
+
+def vision_line(mmproj_path: str | None, problem: str | None = None) -> str:
+    """The agent editor's line under the model: "Sees images" with a projector that checks,
+    else "Text only" (and why, when one is chosen but cannot be used)."""
+    if mmproj_path and problem is None:
+        return "Sees images, with the vision projector below"
+    if mmproj_path:
+        return "Text only: the vision projector below cannot be used"
+    return "Text only: no vision projector"

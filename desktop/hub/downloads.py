@@ -29,14 +29,14 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from desktop.errors import UserError
 from desktop.hub.client import HubClient, HubError, RepoFile
-from desktop.hub.files import GgufModel
+from desktop.hub.files import GgufModel, is_projector
 from desktop.hub.names import MAX_REPO_FOLDERS, check_repo_id, check_repo_path, repo_id
 from desktop.hub.transfer import (
     ChecksumMismatch,
@@ -250,7 +250,9 @@ class DownloadHandle:
         self._done = owner.bytes_on_disk(repo, model)
         self._samples: collections.deque[tuple[float, int]] = collections.deque()
         self._last_emit = 0.0
-        self.progress = DownloadProgress(repo, model.name, self._done, model.size, "queued")
+        self.progress = DownloadProgress(
+            repo, model.name, self._done, model.download_size, "queued"
+        )
         self._thread = threading.Thread(
             target=self._run, name=f"hub-download {model.name}", daemon=True
         )
@@ -357,33 +359,42 @@ class DownloadHandle:
             self._owner.forget_handle(self)
 
     def _attempt(self) -> bool:
-        """Every part in order; True when the model is complete (and recorded)."""
+        """Every part in order, then the projector; True when the model is complete (and
+        recorded)."""
         owner = self._owner
-        folder = owner.target_path(self.repo, self.model.first).parent
-        check_free_space(folder, max(self.model.size - self._done, 0))
-        sidecar = {"model": _model_to_json(self.model)}
+        model = self.model
+        folder = owner.target_path(self.repo, model.first).parent
+        check_free_space(folder, max(model.download_size - self._done, 0))
+        sidecar = {"model": _model_to_json(model)}
         with contextlib.closing(owner.client_factory()) as client:
-            for part in self.model.files:
+            for part in model.download_files:
                 dest = owner.target_path(self.repo, part)
-                if owner.manifest.verified(dest, part, self.repo):
-                    continue  # verified before and unchanged since (bytes_on_disk counted it)
-                ok = download_file(
-                    client,
-                    self.repo,
-                    part,
-                    dest,
-                    self._on_bytes,
-                    self._stop,
-                    self.revision,
-                    sidecar=sidecar,
-                )
+                # a projector is shared by the repository's quantizations: one download of
+                # it at a time, the others find it verified once it is in
+                with owner.file_lock(dest, self._stop) as held:
+                    if not held:
+                        return False  # paused while another download had the file
+                    if owner.manifest.verified(dest, part, self.repo):
+                        continue  # verified before and unchanged since (bytes_on_disk counted)
+                    ok = download_file(
+                        client,
+                        self.repo,
+                        part,
+                        dest,
+                        self._on_bytes,
+                        self._stop,
+                        self.revision,
+                        sidecar=sidecar,
+                    )
+                    if ok and part is model.projector:
+                        owner.manifest.record(dest, self.repo, part, self.revision, parts=[dest])
                 if not ok:
                     return False
         self._emit("verifying", force=True)
-        paths = [owner.target_path(self.repo, p) for p in self.model.files]
-        for part, path in zip(self.model.files, paths, strict=True):
+        paths = [owner.target_path(self.repo, p) for p in model.files]
+        for part, path in zip(model.files, paths, strict=True):
             owner.manifest.record(path, self.repo, part, self.revision, parts=paths)
-        self._done = self.model.size
+        self._done = model.download_size
         self._emit("complete", force=True, path=str(paths[0]))
         return True
 
@@ -399,6 +410,22 @@ class Downloader:
         self.manifest = DownloadManifest(self.models_dir)
         self._handles: dict[DownloadKey, DownloadHandle] = {}
         self._lock = threading.Lock()
+        self._file_locks: dict[Path, threading.Lock] = {}
+
+    @contextlib.contextmanager
+    def file_lock(self, dest: Path, stop: threading.Event) -> Iterator[bool]:
+        """Hold ``dest`` for one download thread (True), or give up when ``stop`` is set while
+        another holds it (False): two models of a repository share its projector."""
+        with self._lock:
+            lock = self._file_locks.setdefault(dest, threading.Lock())
+        while not lock.acquire(timeout=0.2):
+            if stop.is_set():
+                yield False
+                return
+        try:
+            yield True
+        finally:
+            lock.release()
 
     def target_path(self, repo: str, file: RepoFile) -> Path:
         """``models_dir/<owner>/<name>/<file's path in the repository>``; ``BadName`` (a
@@ -433,16 +460,18 @@ class Downloader:
         repo = repo_id(repo)
         paths: list[Path] = []
         checked: list[RepoFile] = []
-        for f in model.files:
+        for f in model.download_files:  # the projector too: a model without it is not all in
             path = self.local_path(repo, f)
             if not self.manifest.verified(path, f, repo):
                 if not deep or not path.is_file() or not file_matches(path, f, stop):
                     return None
                 checked.append(f)
             paths.append(path)
-        for f, path in zip(model.files, paths, strict=True):
+        parts = paths[: len(model.files)]
+        for f, path in zip(model.download_files, paths, strict=True):
             if f in checked:
-                self.manifest.record(path, repo, f, self._revision_of(path), parts=paths)
+                kept = parts if f is not model.projector else [path]
+                self.manifest.record(path, repo, f, self._revision_of(path), parts=kept)
         return paths[0]
 
     def _revision_of(self, path: Path) -> str:
@@ -452,7 +481,7 @@ class Downloader:
 
     def bytes_on_disk(self, repo: str, model: GgufModel) -> int:
         done = 0
-        for f in model.files:
+        for f in model.download_files:
             dest = self.target_path(repo, f)
             part = part_path(dest)
             if dest.is_file():
@@ -503,7 +532,7 @@ class Downloader:
                 del self._handles[handle.key]
 
     def remove_parts(self, repo: str, model: GgufModel) -> None:
-        for f in model.files:
+        for f in model.download_files:
             dest = self.target_path(repo, f)
             part_path(dest).unlink(missing_ok=True)
             sidecar_path(dest).unlink(missing_ok=True)
@@ -595,8 +624,29 @@ class Downloader:
             except OSError as exc:
                 raise UserError(f"{target} cannot be deleted: {exc.strerror or exc}.") from None
             self.manifest.forget(target)
-        for target in {*paths, p}:  # the folders they were in, up to the owner's, when empty
+        removed += self._orphaned_projectors(entry.get("repo"))
+        for target in {*paths, p, *removed}:  # their folders, up to the owner's, when empty
             self._remove_empty_folders(target.parent)
+        return removed
+
+    def _orphaned_projectors(self, repo: object) -> list[Path]:
+        """The projectors downloaded from ``repo`` once no model of it is left: a projector
+        is shared by the repository's models, so it goes with the last of them."""
+        if not isinstance(repo, str):
+            return []
+        mine = {
+            path: entry
+            for path, entry in self.manifest.entries().items()
+            if entry.get("repo") == repo
+        }
+        if any(not is_projector(str(e.get("path", ""))) for e in mine.values()):
+            return []
+        removed = []
+        for path in mine:
+            with contextlib.suppress(OSError):
+                path.unlink()
+                removed.append(path)
+            self.manifest.forget(path)
         return removed
 
     def _remove_empty_folders(self, folder: Path) -> None:
@@ -611,11 +661,15 @@ class Downloader:
 
 
 def _model_to_json(model: GgufModel) -> dict[str, Any]:
-    return {
+    data: dict[str, Any] = {
         "name": model.name,
         "quantization": model.quantization,
         "files": [[f.path, f.size, f.sha256] for f in model.files],
     }
+    if model.projector is not None:
+        f = model.projector
+        data["projector"] = [f.path, f.size, f.sha256]
+    return data
 
 
 def _model_from_json(data: Any) -> GgufModel | None:
@@ -631,11 +685,21 @@ def _model_from_json(data: Any) -> GgufModel | None:
     if not files:
         return None
     quant = data.get("quantization")
+    proj = data.get("projector")
+    projector = None
+    if (
+        isinstance(proj, list)
+        and len(proj) == 3
+        and isinstance(proj[0], str)
+        and isinstance(proj[1], int)
+    ):
+        projector = RepoFile(proj[0], proj[1], proj[2] if isinstance(proj[2], str) else None)
     return GgufModel(
         data["name"],
         quant if isinstance(quant, str) else None,
         tuple(files),
         sum(f.size for f in files),
+        projector,
     )
 
 

@@ -1,10 +1,13 @@
 """GGUF files of a repository as models a person chooses between (contract).
 
 Split files (``name-00001-of-00003.gguf``) are one model; ``mmproj`` projector files are not
-offered as chat models. ``fit_of`` marks whether a model fits this machine from the memory
-estimate (``desktop.local.memory``) for the context the person wants, against RAM and VRAM:
-exact when the GGUF header is known (``header_info``: the first bytes of the file read with a
-Range request), else from the file size with a stated margin.
+offered as chat models: each model carries the repository's projector that goes with it
+(``GgufModel.projector``, ``desktop.local.vision.best_projector``: from its folder or above,
+f16 before q8_0), downloaded with it, and with it the model sees images. ``fit_of`` marks
+whether a model fits this machine from the memory estimate (``desktop.local.memory``) for the
+context the person wants, against RAM and VRAM: exact when the GGUF header is known
+(``header_info``: the first bytes of the file read with a Range request), else from the file
+size with a stated margin.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from desktop.hub.client import HubClient, HubError, RepoFile
 from desktop.local.catalog import ModelFileError, ModelInfo, info_from_header
 from desktop.local.gguf import GGUFError, read_header_from
 from desktop.local.memory import MemoryEstimate, estimate
+from desktop.local.vision import best_projector, is_projector_name
 
 RAM_MARGIN = 1.2  # "fits in memory" leaves 20 % of RAM for the system and other programs
 VRAM_MARGIN = 0.9  # all layers on the GPU when the estimate is within 90 % of its memory
@@ -33,10 +37,25 @@ class GgufModel:
     quantization: str | None  # "Q4_K_M", "IQ3_XS", "F16", ... from the file name
     files: tuple[RepoFile, ...]  # one, or every split part in order
     size: int  # bytes, all parts
+    # the repository's vision projector for it ("mmproj-…-f16.gguf"), downloaded with it
+    projector: RepoFile | None = None
 
     @property
     def first(self) -> RepoFile:
         return self.files[0]
+
+    @property
+    def sees_images(self) -> bool:
+        return self.projector is not None
+
+    @property
+    def download_files(self) -> tuple[RepoFile, ...]:
+        """What a download fetches: the model's files, then its projector."""
+        return self.files + ((self.projector,) if self.projector is not None else ())
+
+    @property
+    def download_size(self) -> int:
+        return self.size + (self.projector.size if self.projector is not None else 0)
 
 
 FitVerdict = Literal["gpu", "ram", "tight", "too_big", "unknown"]
@@ -75,11 +94,25 @@ def quantization_of(filename: str) -> str | None:
 
 
 def is_projector(path: str) -> bool:
-    return "mmproj" in PurePosixPath(path).name.lower()
+    return is_projector_name(path)
 
 
 def group_gguf(files: list[RepoFile]) -> list[GgufModel]:
-    """GGUF models of a repository's files, smallest first."""
+    """GGUF models of a repository's files, smallest first, each with its projector."""
+    models = _group_models(files)
+    projectors = {
+        f.path: f for f in files if f.path.lower().endswith(".gguf") and is_projector(f.path)
+    }
+    if not projectors:
+        return models
+    out = []
+    for m in models:
+        best = best_projector(m.first.path, projectors)
+        out.append(replace(m, projector=projectors[best]) if best else m)
+    return out
+
+
+def _group_models(files: list[RepoFile]) -> list[GgufModel]:
     singles: list[GgufModel] = []
     splits: dict[tuple[str, str, int], dict[int, RepoFile]] = {}
     for f in files:

@@ -12,13 +12,14 @@ import logging
 import os
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from desktop.llm.errors import LocalModelError
 from desktop.local.gguf import FILE_TYPES, ArraySummary, GGUFError, GGUFHeader, read_header
 from desktop.local.starter import starter_model_path
+from desktop.local.vision import best_projector, is_projector_name
 
 log = logging.getLogger("simi.local")
 
@@ -107,11 +108,15 @@ class ModelEntry:
     info: ModelInfo | None = None
     error: str | None = None
     starter: bool = False
+    # the vision projector ("mmproj" GGUF) beside it, from the same folder or repository
+    # (``desktop.local.vision.best_projector``): with it the model sees images
+    mmproj: str | None = None
 
     def to_public_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"path": self.path, "folder": self.folder, "starter": self.starter}
         data["info"] = self.info.to_public_dict() if self.info else None
         data["error"] = self.error
+        data["mmproj"] = self.mmproj
         return data
 
 
@@ -341,23 +346,37 @@ class ModelCatalog:
 
     # files -----------------------------------------------------------------------------------
     def files(self) -> list[tuple[Path, Path]]:
-        """(file, folder) for every .gguf file, first parts of split models only."""
+        """(file, folder) for every .gguf model file, first parts of split models only (vision
+        projectors are not models: ``projectors``)."""
+        return self._scan()[0]
+
+    def _scan(self) -> tuple[list[tuple[Path, Path]], list[Path]]:
         found: dict[str, tuple[Path, Path]] = {}
+        projectors: dict[str, Path] = {}
         for folder in self.folders():
             for path in _gguf_files(folder):
-                found.setdefault(str(path), (path, folder))
-        return sorted(found.values(), key=lambda pf: (str(pf[1]), pf[0].name.lower()))
+                if is_projector_name(path.name):
+                    projectors.setdefault(str(path), path)
+                else:
+                    found.setdefault(str(path), (path, folder))
+        files = sorted(found.values(), key=lambda pf: (str(pf[1]), pf[0].name.lower()))
+        return files, list(projectors.values())
 
     def entries(self) -> list[ModelEntry]:
-        """Every model in the library; the starter model (when installed) always first."""
+        """Every model in the library; the starter model (when installed) always first. An
+        entry names the projector from its folder (or its repository's, above it)."""
         entries: list[ModelEntry] = []
         starter = starter_model_path()
         if starter is not None:
             entries.append(self.entry(starter, None, starter=True))
-        for path, folder in self.files():
+        files, projectors = self._scan()
+        for path, folder in files:
             if starter is not None and path == starter:
                 continue
-            entries.append(self.entry(path, folder))
+            entry = self.entry(path, folder)
+            near = [str(p) for p in projectors if _beside(p, path, folder)]
+            mmproj = best_projector(str(path), near, posix=False) if near else None
+            entries.append(replace(entry, mmproj=mmproj) if mmproj else entry)
         return entries
 
     def entry(self, path: Path, folder: Path | None, starter: bool = False) -> ModelEntry:
@@ -368,6 +387,15 @@ class ModelCatalog:
                 str(path), str(folder) if folder else None, error=exc.reason, starter=starter
             )
         return ModelEntry(str(path), str(folder) if folder else None, info=info, starter=starter)
+
+
+def _beside(projector: Path, model: Path, library: Path) -> bool:
+    """The projector is in the model's folder, or in a folder above it below the library
+    folder (a download keeps its repository's folders: owner/name/Q4_K_M/model.gguf)."""
+    where = projector.parent
+    if where == model.parent:
+        return True
+    return where in model.parents and library in where.parents
 
 
 def _gguf_files(folder: Path) -> Iterable[Path]:

@@ -6,7 +6,9 @@ common prefix, stream text (held back while it may be the start of a stop string
 within one token when the cancel flag is set (within one batch during prefill, through
 llama.cpp's abort callback). Loading, and the out-of-GPU-memory retry, are in
 ``desktop.local.loading``. A request with tools goes through ``desktop.local.tool_calls``:
-the model's own template with the tools, or a grammar-constrained reply (and a notice).
+the model's own template with the tools, or a grammar-constrained reply (and a notice). A
+request with images goes through the model's vision projector (``desktop.local.vision_run``);
+one for a model loaded without a projector is refused before any work.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from desktop.llm.errors import ContextTooLong, LocalModelError
 from desktop.llm.events import (
     Finished,
     PrefillProgress,
-    RunInfo,
     StreamEvent,
     TextDelta,
     Timing,
@@ -32,7 +33,7 @@ from desktop.llm.events import (
 )
 from desktop.llm.provider import ChatMessage, ChatRequest
 from desktop.llm.tool_wire import length_mid_call
-from desktop.local import tool_calls
+from desktop.local import tool_calls, vision_run
 from desktop.local.gpu import backend_name
 from desktop.local.loading import (
     CHATML_TEMPLATE_NOTE,
@@ -43,6 +44,7 @@ from desktop.local.loading import (
 )
 from desktop.local.prompt_cache import SAVE_MIN_TOKENS
 from desktop.local.reuse import PromptReuse
+from desktop.local.vision import image_count, refuse_images
 
 log = logging.getLogger("simi.local")
 
@@ -126,6 +128,12 @@ class LocalEngine:
         if self._model is None or self._model.params != params:
             self.unload()
             self._model = load_model(params, self._loader)
+            if params.mmproj_path:  # the vision projector loads with the model
+                try:
+                    vision_run.attach_projector(self._model)
+                except BaseException:
+                    self.unload()
+                    raise
             self._unreported_load_ms = self._model.load_ms
             compiled_template(self._model)  # a template that does not compile: known now
         return self._model
@@ -279,12 +287,15 @@ class LocalEngine:
     ) -> Iterator[StreamEvent]:
         import llama_cpp
 
+        if image_count(request):  # images: the projector's path (refused without one)
+            refuse_images(params, request)
+            self._ensure_file_still_there(params)
+            yield from vision_run.generate(self, params, request, cancel)
+            return
         self._ensure_file_still_there(params)
         model, load_ms = self.model_for(params)
         llm = model.llm
         n_ctx = int(llm.n_ctx())
-        load_params = params.as_dict()
-        load_params["n_gpu_layers"] = model.gpu_layers_used
         tools_plan = tool_calls.plan_tools(
             request.tools,
             request.messages,
@@ -307,19 +318,7 @@ class LocalEngine:
         if tools_plan is not None and tools_plan.notice:
             notice = " ".join(n for n in (notice, tools_plan.notice) if n)
         reply = tools_plan.reply() if tools_plan is not None else None
-        yield RunInfo(
-            model_reported=model.name,
-            backend=backend_name(),
-            context_window=n_ctx,
-            load_params=load_params,
-            model_file_size=model.file_size,
-            quantization=model.quantization,
-            notice=notice,
-            kv_cache_bytes=model.kv_cache_bytes,
-            device=model.where.device,
-            offloaded_layers=model.where.offloaded_layers,
-            vram_bytes=model.where.vram_bytes,
-        )
+        yield model.run_info(params, notice)
         tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=not has_bos, special=True)
         if len(tokens) >= n_ctx - 1:
             raise ContextTooLong(

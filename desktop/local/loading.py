@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from desktop.llm.errors import LocalModelError
+from desktop.llm.events import RunInfo
+from desktop.local.gpu import backend_name
 from desktop.local.placement import LoadLog, LoadReport, Placement, WhereItRuns, where_it_runs
 
 log = logging.getLogger("simi.local")
@@ -140,9 +142,16 @@ class LoadParams:
     kv_type: str | None = None
     n_batch: int = 512
     main_gpu: int = 0
+    # the vision projector (an "mmproj" GGUF) loaded with the model: it then sees images
+    mmproj_path: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The parameters by name (a model without a projector: without ``mmproj_path``, so
+        a text model's stats rows read as before)."""
+        data = asdict(self)
+        if data["mmproj_path"] is None:
+            del data["mmproj_path"]
+        return data
 
 
 def usable_cpus() -> int:
@@ -207,6 +216,8 @@ class LoadedModel:
         # captured), and the stats row's device / offloaded_layers / vram_bytes from it
         self.placement: Placement | None = None
         self.where = WhereItRuns()
+        # the vision projector loaded with it (``desktop.local.vision_run.Vision``), or None
+        self.vision: Any = None
 
     @property
     def block_count(self) -> int | None:
@@ -238,6 +249,25 @@ class LoadedModel:
         notes = [n for n in (self.gpu_note, self.template_note) if n]
         return " ".join(notes) or None
 
+    def run_info(self, params: LoadParams, notice: str | None) -> RunInfo:
+        """What ran, for a call's stats row: this model as loaded with ``params`` (the GPU
+        layers it really got), where it runs, and ``notice``."""
+        load_params = params.as_dict()
+        load_params["n_gpu_layers"] = self.gpu_layers_used
+        return RunInfo(
+            model_reported=self.name,
+            backend=backend_name(),
+            context_window=int(self.llm.n_ctx()),
+            load_params=load_params,
+            model_file_size=self.file_size,
+            quantization=self.quantization,
+            notice=notice,
+            kv_cache_bytes=self.kv_cache_bytes,
+            device=self.where.device,
+            offloaded_layers=self.where.offloaded_layers,
+            vram_bytes=self.where.vram_bytes,
+        )
+
 
 def _quantization(meta: dict[str, str], path: Path) -> str | None:
     # llama.cpp's llama_ftype names (llama.h); the file name is the fallback people rely on.
@@ -263,6 +293,10 @@ def load_model(params: LoadParams, loader: Loader | None = None) -> LoadedModel:
     started = time.perf_counter()
     path = Path(params.model_path)
     check_gguf_file(path)
+    if params.mmproj_path:  # not a projector at all: said before the model loads
+        from desktop.local.vision import read_projector
+
+        read_projector(params.mmproj_path)
     if loader is None:
         try:
             import llama_cpp

@@ -23,7 +23,9 @@ follows from the next token). Qt-free; no model is loaded here.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from desktop.local.catalog import ModelInfo
 from desktop.local.loading import LoadParams
@@ -65,8 +67,9 @@ def gpu_memory() -> tuple[bool, int | None]:
 
 
 def estimate_for(info: ModelInfo, params: LoadParams, gpu_offload: bool) -> MemoryEstimate:
-    """What a worker loading ``params`` takes, RAM and GPU memory."""
-    return estimate(
+    """What a worker loading ``params`` takes, RAM and GPU memory; a vision projector's
+    weights (its file size) counted in RAM, where the projector is before any GPU takes it."""
+    est = estimate(
         info,
         params.n_ctx,
         params.kv_type,
@@ -75,6 +78,13 @@ def estimate_for(info: ModelInfo, params: LoadParams, gpu_offload: bool) -> Memo
         flash_attn=params.flash_attn,
         gpu_offload=gpu_offload,
     )
+    if params.mmproj_path:
+        try:
+            extra = os.stat(params.mmproj_path).st_size
+        except OSError:
+            extra = 0  # a missing projector fails the load with its own message
+        est = replace(est, weights_cpu=est.weights_cpu + extra)
+    return est
 
 
 def fits(

@@ -24,6 +24,7 @@ from desktop.local.prompt_cache import (
     CacheSizes,
     SavedStates,
 )
+from desktop.local.vision import refuse_images
 
 
 class Cancellable(Protocol):
@@ -238,7 +239,9 @@ class LocalRuntime:
     async def stream(self, params: LoadParams, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Generate with the model of ``params``. A bad file is told apart before a worker
         process starts for it. A request that finds every worker busy and no room for another
-        says so (``Queued``) and waits for the first to free up."""
+        says so (``Queued``) and waits for the first to free up. Images for a model without
+        a vision projector are refused before any of that (``CannotSeeImages``)."""
+        refuse_images(params, request)
         self._cancel_idle_timer()
         worker: WorkerClient | None = None
         try:

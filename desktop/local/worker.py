@@ -113,6 +113,7 @@ def _serve(conn: Any, raw_flag: Any, send: Any, raw_threads: Any = None) -> None
     from desktop.local.engine import LocalEngine
     from desktop.local.libraries import preload_from_env
     from desktop.local.loading import capture_llama_logs
+    from desktop.local.vision import refuse_images
 
     preload_from_env()  # the build the app chose, before anything loads llama.cpp
     _import_llama_quietly(capture_llama_logs)
@@ -158,6 +159,7 @@ def _serve(conn: Any, raw_flag: Any, send: Any, raw_threads: Any = None) -> None
             _, req_id, params, request = message
             send("accepted", req_id)  # a death from here on is this request's
             try:
+                refuse_images(params, request)  # images, no projector: before any loading
                 if engine.loaded is None or engine.loaded.params != params:
                     send("state", "loading", os.path.basename(params.model_path))
                     engine.ensure_loaded(params)

@@ -27,7 +27,7 @@ from desktop.hub.downloads import (
 )
 from desktop.hub.files import GgufModel, group_gguf
 from desktop.local.starter import STARTER_FILE
-from tests.helpers.fake_hub import GATED_REPO, GGUF_REPO, SPLIT_PARTS, FakeHub
+from tests.helpers.fake_hub import GATED_REPO, GGUF_REPO, MMPROJ_FILE, SPLIT_PARTS, FakeHub
 
 WAIT_S = 120
 
@@ -80,7 +80,12 @@ def test_download_complete_verified_and_recorded(hub: FakeHub, tmp_path: Path) -
     assert dl.manifest.is_downloaded(path)
     assert (tmp_path / MANIFEST_NAME).is_file()
     assert events.states() == ["running", "verifying", "complete"]
-    assert final.done == final.total == len(data)
+    # the repository's vision projector came with it (fake_hub's MMPROJ_FILE), verified too
+    assert model.projector is not None and model.projector.path == MMPROJ_FILE
+    projector = path.with_name(MMPROJ_FILE)
+    assert projector.read_bytes() == hub.repos[GGUF_REPO].files[MMPROJ_FILE]
+    assert dl.manifest.is_downloaded(projector)
+    assert final.done == final.total == len(data) + projector.stat().st_size
     running = [p for p in events.seen if p.state == "running"]
     assert all(a.done <= b.done for a, b in itertools.pairwise(running))
 
@@ -94,11 +99,13 @@ def test_split_model_downloads_every_part_and_delete_removes_them(
     assert final.state == "complete", final.error
     folder = tmp_path / "simi-test" / "SmolLM2-135M-Instruct-GGUF"
     parts = [folder / p for p in SPLIT_PARTS]  # the repository's "split/" folder is kept
-    assert all(p.is_file() for p in parts)
-    assert final.total == sum(p.stat().st_size for p in parts)
+    projector = folder / MMPROJ_FILE  # the repository's projector, from the folder above
+    assert all(p.is_file() for p in parts) and projector.is_file()
+    assert final.total == sum(p.stat().st_size for p in [*parts, projector])
     removed = dl.delete(parts[0])
-    assert sorted(removed) == sorted(parts)
-    assert not any(p.exists() for p in parts)
+    # the last model of the repository goes: its projector (shared by them) goes with it
+    assert sorted(removed) == sorted([*parts, projector])
+    assert not any(p.exists() for p in [*parts, projector])
     assert not dl.manifest.is_downloaded(parts[1])
     assert not (folder / "split").exists()  # emptied folders go too
 

@@ -3,7 +3,8 @@ message shown in red under its field; the dialog stays open until the agent is v
 
 The dialog lays out the sections and saves. The endpoint section (presets, URL, key,
 connection options) is ``desktop.ui.agents.endpoint``; "Fetch models" and "Test connection"
-are ``desktop.ui.agents.probe``; the local load parameters are ``desktop.ui.agents.local``;
+are ``desktop.ui.agents.probe``; the local load parameters are ``desktop.ui.agents.local``
+(the vision projector ``desktop.ui.agents.vision``, checked again as the agent is stored);
 rows, error labels and status text are ``desktop.ui.agents.form``. Kinds come from the
 registry (``desktop.chat.kinds``); typed numbers parse, and keys follow their host, by
 ``desktop.chat.agent_rules``, as in the CLI.
@@ -48,6 +49,7 @@ from desktop.ui.agents.form import FieldForm, line, row, show_value
 from desktop.ui.agents.local import LocalSection, attach_memory_estimate
 from desktop.ui.agents.probe import EndpointFields, EndpointProbe
 from desktop.ui.agents.tools import AgentToolsSection
+from desktop.ui.agents.vision import check_on_save
 from desktop.ui.kit.async_door import run_blocking, start
 from desktop.ui.kit.widgets import plain
 
@@ -394,7 +396,9 @@ class AgentEditorDialog(QDialog):
     ) -> Agent:
         """On a worker thread: the keyring check, the insert/update and the key write (a saved
         key follows the agent to its new endpoint where ``AgentService.update`` allows it),
-        then the tools it may use."""
+        then the tools it may use. A local agent's vision projector is checked first (two
+        GGUF headers)."""
+        check_on_save(agent)
         if key and not self._secrets.available:
             if not memory_ok:
                 raise SecretsUnavailable(self._secrets.unavailable_message())

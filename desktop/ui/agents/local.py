@@ -1,5 +1,6 @@
-"""The agent editor's local section: the GGUF file and llama.cpp load parameters, with room
-for the live memory estimate (``attach_memory_estimate``).
+"""The agent editor's local section: the GGUF file, its vision projector (``vision.py``) and
+llama.cpp load parameters, with room for the live memory estimate
+(``attach_memory_estimate``).
 
 The model file is an editable combo box: its list is the model library (name, quantization and
 size; ``attach_model_picker`` fills it off the GUI thread), a path may still be typed or
@@ -30,6 +31,7 @@ from desktop.local.memory import format_bytes
 from desktop.local.starter import resolve_model_path
 from desktop.store.agents import KV_TYPES, Agent
 from desktop.ui.agents.form import FieldForm, form_of, line, row, show_value
+from desktop.ui.agents.vision import ProjectorField, library_projector
 
 
 class LocalSection:
@@ -44,7 +46,27 @@ class LocalSection:
         self.model_path = self.model_picker.path_edit
         self.browse = QPushButton("Browse…")
         self.browse.clicked.connect(self._browse)
-        form.add(self.group, "model_path", "Model file", row(self.model_picker, self.browse))
+        self.projector = ProjectorField(self.model_path, parent)
+        self.projector.known = library_projector(self.model_picker.entries_now)
+        form.add(
+            self.group,
+            "model_path",
+            "Model file",
+            row(self.model_picker, self.browse),
+            self.projector.status,  # "Sees images" / "Text only"
+        )
+        self.mmproj_path = self.projector.edit
+        form.add(
+            self.group,
+            "mmproj_path",
+            "Vision projector",
+            row(self.mmproj_path, self.projector.browse),
+        )
+
+        def show_error(text: str) -> None:
+            form.show_errors({"mmproj_path": text}, only=("mmproj_path",))
+
+        self.projector.show_error = show_error
         self.n_ctx = line("automatic (from the model and memory)")
         # empty: all layers when the model fits the GPU's free memory, else none
         self.n_gpu_layers = line("automatic  (-1 = all, 0 = none)")
@@ -83,12 +105,14 @@ class LocalSection:
         """The non-numeric fields, as ``Agent`` changes."""
         return {
             "model_path": self.model_path.text().strip() or None,
+            "mmproj_path": self.projector.value(),
             "flash_attn": self.flash_attn.isChecked(),
             "kv_type": str(self.kv_type.currentData()),
         }
 
     def load(self, agent: Agent) -> None:
         self.model_path.setText(agent.model_path or "")
+        self.projector.load(agent)
         for field, (edit, _label) in self.numbers.items():
             edit.setText(show_value(getattr(agent, field)))
         self.flash_attn.setChecked(agent.flash_attn)
@@ -149,6 +173,10 @@ class ModelPicker(QComboBox):
         self.setCompleter(completer)
         self.entries: list[ModelEntry] = []
         self.activated.connect(self._chosen)
+
+    def entries_now(self) -> list[ModelEntry]:
+        """The library's files as last shown (read from any thread: a list replaced whole)."""
+        return self.entries
 
     def set_entries(self, entries: Sequence[ModelEntry]) -> None:
         """The library's files, the usable ones; the typed text is kept."""

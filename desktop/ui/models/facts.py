@@ -8,6 +8,7 @@ are the library's rules (``desktop.chat.model_library``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from desktop.chat.format import where_text
 from desktop.chat.model_library import size_on_disk
@@ -66,6 +67,14 @@ def detail_facts(
         ("Embedding", str(info.embedding_length or "?")),
         ("Trained context", f"{info.context_length:,}" if info.context_length else "?"),
         ("Chat template", "yes" if info.chat_template_present else "no: using ChatML"),
+        ("Images", vision_fact(entry)),
         ("Folder", folder),
         ("File", entry.path),
     ]
+
+
+def vision_fact(entry: ModelEntry) -> str:
+    """Whether the model sees images: its vision projector beside it, or none."""
+    if entry.mmproj:
+        return f"sees them, with the vision projector {Path(entry.mmproj).name}"
+    return "text only (no vision projector beside it)"

@@ -1,6 +1,7 @@
 """The two tables of the "Find models" tab: repositories found (with a "Gated" badge drawn as
 a pill beside the name) and a repository's GGUF models with their fit mark and a Download
-button each. Pure widgets: the view fills them and listens."""
+button each (a model with a vision projector in its repository: a "Sees images" pill). Pure
+widgets: the view fills them and listens."""
 
 from __future__ import annotations
 
@@ -20,12 +21,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.chat.hub_browse import sees_images, vision_note
 from desktop.hub.client import RepoSummary
 from desktop.hub.files import Fit, GgufModel
 from desktop.ui.kit.theme import current_colors
 from desktop.ui.models.hub_format import count_text, fit_colour, relative_time, size_text
 
 BADGE_ROLE = Qt.ItemDataRole.UserRole + 1  # text of a pill drawn at the cell's right
+TONE_ROLE = Qt.ItemDataRole.UserRole + 2  # the pill's colours: "warn" (default) or "info"
+VISION_BADGE = "Sees images"
 KEY_ROLE = Qt.ItemDataRole.UserRole  # the repo id / the model name
 REPO_COLUMNS = ("Repository", "Author", "Downloads", "Likes", "Licence", "Updated")
 MODEL_COLUMNS = ("Model", "Quantization", "Size", "Fits this machine", "")
@@ -59,13 +63,16 @@ class BadgeDelegate(QStyledItemDelegate):
             style.drawControl(QStyle.ControlElement.CE_ItemViewItem, full, painter, opt.widget)
             style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, opt.widget)
         colors = current_colors()
+        border, fill, text = (colors.warn_border, colors.warn_bg, colors.warn_text)
+        if index.data(TONE_ROLE) == "info":  # a capability, not a warning
+            border, fill, text = (colors.user_border, colors.selection, colors.text)
         painter.save()
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         box = QRectF(pill).adjusted(0, 4, 0, -4)
-        painter.setPen(QPen(QColor(colors.warn_border), 1))
-        painter.setBrush(QColor(colors.warn_bg))
+        painter.setPen(QPen(QColor(border), 1))
+        painter.setBrush(QColor(fill))
         painter.drawRoundedRect(box, box.height() / 2, box.height() / 2)
-        painter.setPen(QColor(colors.warn_text))
+        painter.setPen(QColor(text))
         painter.setFont(font)
         painter.drawText(box, Qt.AlignmentFlag.AlignCenter, badge)
         painter.restore()
@@ -201,6 +208,7 @@ class ModelTable(QTableWidget):
         self.setAccessibleName("Models in this repository")
         self.setColumnCount(len(MODEL_COLUMNS))
         _setup(self, MODEL_COLUMNS)
+        self.setItemDelegateForColumn(0, BadgeDelegate(self))  # "Sees images"
         self.columns = FittedColumns(
             self, 150, ((FIT_COLUMN, 124), (ACTION_COLUMN, 116), (2, 76), (1, 100))
         )
@@ -219,11 +227,19 @@ class ModelTable(QTableWidget):
             tip = model.name + (
                 f"\n{parts} files (a split model, downloaded together)" if parts > 1 else ""
             )
+            if sees_images(model):
+                tip += "\n" + vision_note(model)
             name = _item(model.name + (f"  ({parts} parts)" if parts > 1 else ""), tip)
             name.setData(KEY_ROLE, model.name)
+            if sees_images(model):
+                name.setData(BADGE_ROLE, VISION_BADGE)
+                name.setData(TONE_ROLE, "info")
             self.setItem(row, 0, name)
             self.setItem(row, 1, _item(model.quantization or "—"))
-            self.setItem(row, 2, _item(size_text(model.size), f"{model.size:,} bytes", True))
+            size_tip = f"{model.size:,} bytes"
+            if model.projector is not None:
+                size_tip += f", and {model.projector.size:,} bytes of vision projector"
+            self.setItem(row, 2, _item(size_text(model.size), size_tip, True))
             self.setItem(row, FIT_COLUMN, _item("…", "Estimating the memory it needs"))
             button = QPushButton("Download")
             button.setObjectName("HubDownload")

@@ -356,6 +356,7 @@ DETAIL_LINES = (
     ("Name",),
     ("Architecture", "Parameters", "Layers", "Heads (KV)", "Embedding"),
     ("Size", "Trained context", "Chat template"),
+    ("Images",),
     ("Used by",),
     ("Where it runs",),
     ("Buffers",),
