@@ -1,7 +1,7 @@
 """The ``simi`` command: the window when run bare, and the same services without one.
 
 simi                       open the window
-simi ask [--agent NAME] [--json] [--allow-tools] PROMPT                 (desktop.cli_ask)
+simi ask [--agent NAME] [--attach FILE ...] [--json] [--allow-tools] PROMPT  (desktop.cli_ask)
 simi agents list|show|add|edit|clone|remove      (edit NAME --tools SERVER[:TOOL],...)
 simi stats [--agent NAME ...] [--since DATE] [--until DATE] [--source api|app] [--client KEY]
            [--json|--csv] [--rows]
@@ -150,6 +150,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print the call's stats as JSON on the last line"
     )
     ask.add_argument(
+        "--attach",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="send FILE with the prompt (repeat for several): an image (PNG, JPEG, GIF, WebP) "
+        "for an agent that can see, or a document (text, Markdown, code, CSV, JSON, HTML, PDF, "
+        "DOCX), sent as its text",
+    )
+    ask.add_argument(
         "--allow-tools",
         action="store_true",
         help="run every tool call the agent asks for without asking (needed when standard "
@@ -180,7 +189,12 @@ def build_parser() -> argparse.ArgumentParser:
     export = sub.add_parser("export", help="write a conversation as Markdown or JSON")
     export.add_argument("conversation", help="conversation id, or (part of) its title")
     export.add_argument("--format", choices=["md", "json"], default="md")
-    export.add_argument("-o", "--output", help="file to write (default: standard output)")
+    export.add_argument(
+        "-o",
+        "--output",
+        help="file to write (default: standard output); a Markdown file's attachments go into "
+        "a folder beside it, NAME_files/",
+    )
     imp = sub.add_parser("import", help="add conversations from a JSON export (all or nothing)")
     imp.add_argument(
         "file",
@@ -430,20 +444,28 @@ def _conversation_or_fail(services: Any, ref: str) -> Any:
 
 
 def _export(services: Any, args: argparse.Namespace) -> int:
-    from desktop.chat.export import dumps, to_json, to_markdown
+    from desktop.chat.export import dumps, to_json, to_markdown, write_export
 
     conv = _conversation_or_fail(services, args.conversation)
-    if args.format == "json":
-        text = dumps(to_json(services.conversations, services.stats, conv.id))
-    else:
-        text = to_markdown(services.conversations, services.stats, conv.id)
+    store = services.attachments.store
     if args.output:
         from pathlib import Path
 
-        Path(args.output).write_text(text, encoding="utf-8")
-        print(f"Wrote “{conv.title}” to {args.output}.", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
+        try:
+            written = write_export(
+                services.conversations, services.stats, conv.id, args.format, Path(args.output),
+                store,
+            )  # fmt: skip
+        except OSError as exc:
+            raise UserError(f"Cannot write {args.output}: {exc.strerror or exc}.") from exc
+        also = f" (attachments in {written[1]})" if len(written) > 1 else ""
+        print(f"Wrote “{conv.title}” to {args.output}{also}.", file=sys.stderr)
+        return EXIT_OK
+    if args.format == "json":
+        text = dumps(to_json(services.conversations, services.stats, conv.id, store))
+    else:  # standard output: attachments are named, with no files to link to
+        text = to_markdown(services.conversations, services.stats, conv.id, store)
+    sys.stdout.write(text)
     return EXIT_OK
 
 
@@ -460,7 +482,9 @@ def _import(services: Any, args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UserError(f"{args.file} is not JSON ({exc}).") from exc
     # all or nothing: a file of several conversations with one broken imports none
-    conv_ids = import_conversations(data, services.conversations, services.stats, services.agents)
+    conv_ids = import_conversations(
+        data, services.conversations, services.stats, services.agents, services.attachments.store
+    )
     for conv_id in conv_ids:
         conv = services.conversations.get(conv_id)
         print(f"Imported “{conv.title}” as conversation {conv_id}.")

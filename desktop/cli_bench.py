@@ -60,7 +60,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--prompts",
         metavar="FILE",
         help="a text file (one prompt per line, or prompts separated by lines of ---), a "
-        ".jsonl file (strings or objects with \"prompt\"), or '-' for standard input",
+        '.jsonl file (strings, or objects with "prompt" and optionally "attachments": '
+        "a list of files, relative to the .jsonl file, sent with that prompt), or '-' for "
+        "standard input",
     )
     p.add_argument("--repeat", type=_positive, default=1, metavar="N", help="runs per prompt")
     p.add_argument("--title", default="", help="the run's title (default: the file name)")
@@ -111,12 +113,17 @@ def run(services: Any, args: argparse.Namespace) -> int:
         which = ", ".join(f"“{n}”" for n in unknown) or "none given"
         err(f"bench: no agent called {which}. Agents: {names}.")
         return EXIT_USAGE
-    prompts = _read_prompts(args.prompts)
-    if not prompts:
+    items = _read_prompts(args.prompts)
+    if not items:
         raise UserError(f"There are no prompts in {args.prompts}.")
     title = args.title or ("standard input" if args.prompts == "-" else _file_name(args.prompts))
+    files = [[str(path) for path in item.attachments] for item in items]
     stored = services.compare.create_run(
-        prompts, [(a.id, a.name) for a in agents], repeat=args.repeat, title=title
+        [item.text for item in items],
+        [(a.id, a.name) for a in agents],
+        repeat=args.repeat,
+        title=title,
+        attachments=files if any(files) else None,
     )
     status = _run(services, stored.id, agents)
     _print_results(services, stored.id, args, status)
@@ -141,21 +148,22 @@ def _file_name(path: str) -> str:
     return Path(path).name
 
 
-def _read_prompts(path: str) -> list[str]:
+def _read_prompts(path: str) -> list[Any]:
+    """The prompt set's ``PromptItem``s (each prompt and the files that go with it)."""
     from pathlib import Path
 
-    from desktop.chat.prompt_runs import parse_prompts
+    from desktop.chat.prompt_runs import parse_prompt_set
     from desktop.errors import UserError
 
     if path == "-":
-        return parse_prompts(sys.stdin.read())
+        return parse_prompt_set(sys.stdin.read())
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise UserError(f"Cannot read {path}: {exc.strerror or exc}.") from None
     except UnicodeDecodeError:
         raise UserError(f"{path} is not UTF-8 text.") from None
-    return parse_prompts(text, filename=path)
+    return parse_prompt_set(text, filename=path)
 
 
 def _run(services: Any, run_id: int, agents: list[Any]) -> str:

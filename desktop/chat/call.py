@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from desktop.chat.price_book import PriceBook
     from desktop.chat.providers import ProviderFactory
     from desktop.llm.provider import ChatRequest, Provider
+    from desktop.store.attachments import AttachmentStore
     from desktop.store.stats import StatsStore
 
 log = logging.getLogger("simi.chat")
@@ -56,13 +57,15 @@ class CallDeps:
 
     ``fetch_key``: reads a remote agent's key from the keyring (blocking: run off the loop),
     so that the factory then finds it without asking again (``AgentService.fetch_key``);
-    None: the factory reads it where it runs."""
+    None: the factory reads it where it runs. ``attachments``: where the files attached to a
+    prompt are (None: a caller without any)."""
 
     clock: Callable[[], float]
     providers: ProviderFactory
     prices: PriceBook
     stats: StatsStore
     fetch_key: Callable[[Agent], object] | None = None
+    attachments: AttachmentStore | None = None
 
     def warm_prices(self, agent: Agent) -> asyncio.Future[None] | None:
         """Start warming the price book on a worker thread (None: nothing to warm)."""
@@ -156,6 +159,7 @@ class ModelCall:
         if provider is None:
             raise RuntimeError("stream before open")
         clock = self.clock
+        clock.images_sent(image_estimate(request, self.agent.kind))
         parts, thoughts, asked = sink.parts, sink.thoughts, sink.tool_calls
         emit, on_notice, checkpoint = sink.emit, sink.on_notice, sink.checkpoint
         now = self.deps.clock
@@ -226,6 +230,18 @@ class ModelCall:
         except Exception:
             log.exception("could not record inference stats")
             return None
+
+
+def image_estimate(request: ChatRequest, agent_kind: str) -> int | None:
+    """About how many prompt tokens the request's images take (``estimate_image_tokens`` for
+    the agent's provider); None: it sends none."""
+    images = [image for m in request.messages for image in m.images]
+    if not images:
+        return None
+    from desktop.attach.images import estimate_image_tokens, profile_for  # Pillow: only now
+
+    profile = profile_for(agent_kind)
+    return sum(int(estimate_image_tokens(i.width, i.height, profile)) for i in images)
 
 
 def dataset_prices(agent: Agent) -> bool:

@@ -103,6 +103,11 @@ class CallStats:
     # m013: a call a client made through the local API server, and the key it used
     source: str | None
     api_client: str | None
+    # m014: what the call's images took (reported, or estimated from their sizes: 1) and,
+    # locally, how long the vision projector took to encode them
+    image_tokens: int | None
+    image_tokens_estimated: int | None
+    image_encode_ms: float | None
 
     def as_row(self) -> dict[str, Any]:
         """The record as the stored row's dict: every column (``STATS_COLUMNS``, in order)."""

@@ -3,22 +3,39 @@
 The JSON holds every branch and version with its inference statistics, and never a secret:
 agents are named, not copied (no endpoint, no key reference); stats rows keep the endpoint
 host (as the footer shows it) but no ids from this database.
+
+Attachments (given the attachment store): the JSON carries each message's files (name, kind,
+type, SHA-256 and the bytes in base64); a Markdown file written by ``write_export`` has them in
+a folder beside it (``<name>_files/``), linked by relative path. An import stores them again,
+each file once, and checks every file's bytes against its SHA-256 first. Blocking (file reads
+and writes): the window runs these on a worker thread.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import contextlib
+import hashlib
 import json
+import shutil
 import sqlite3
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
+from desktop.chat.attachments import safe_file_name
 from desktop.errors import UserError
 from desktop.store.agents import Agent
+from desktop.store.attachments import Attachment, AttachmentStore
 from desktop.store.conversations import MESSAGE_STATUSES, ConversationStore, Message
 from desktop.store.stats import STATS_COLUMNS, StatsStore
 
 FORMAT = "simi-multi/conversation"
-FORMAT_VERSION = 1
+# 2: messages may carry "attachments" (an export without any is still written as 1, so an
+# older SIMI Multi imports it)
+FORMAT_VERSION = 2
 # Keys from this database that mean nothing in another one.
 _LOCAL_STATS_KEYS = {"id", "message_id", "conversation_id", "agent_id"}
 
@@ -40,18 +57,66 @@ def _stats_public(row: dict[str, Any] | None) -> dict[str, Any] | None:
     return {k: v for k, v in row.items() if k not in _LOCAL_STATS_KEYS and v is not None}
 
 
+def _attachment_json(store: AttachmentStore, a: Attachment) -> dict[str, Any]:
+    try:
+        data = store.path(a.sha256).read_bytes()
+    except OSError as exc:
+        raise ExportError(
+            f"The attached file “{a.name}” could not be read ({exc.strerror or exc}); "
+            "it may have been removed from the data folder."
+        ) from exc
+    return {
+        "name": a.name,
+        "kind": a.kind,
+        "mime": a.mime,
+        "sha256": a.sha256,
+        "size": a.size,
+        "text_limit": a.text_limit,
+        "data": base64.b64encode(data).decode("ascii"),
+    }
+
+
 def to_json(
-    conversations: ConversationStore, stats: StatsStore, conversation_id: int
+    conversations: ConversationStore,
+    stats: StatsStore,
+    conversation_id: int,
+    attachments: AttachmentStore | None = None,
 ) -> dict[str, Any]:
+    """Every version and branch of the conversation, with stats; with ``attachments`` (the
+    store), each message's attached files too (base64)."""
     conv = conversations.get(conversation_id)
     if conv is None:
         raise ExportError(f"There is no conversation {conversation_id}.")
     messages = conversations.all_messages(conversation_id)
     per_message = stats.for_messages([m.id for m in messages if m.role == "assistant"])
     active = [m.id for m in conversations.messages(conversation_id)]
+    files = attachments.of_messages(m.id for m in messages) if attachments is not None else {}
+    rows: list[dict[str, Any]] = [
+        {
+            "id": m.id,
+            "parent_id": m.parent_id,
+            "active_child": m.active_child_id,
+            "role": m.role,
+            "content": m.content,
+            "reasoning": m.reasoning or None,
+            "status": m.status,
+            "error_text": m.error_text,
+            "error_kind": m.error_kind,
+            "agent_name": m.agent_name,
+            "model": m.model,
+            "created_at": m.created_at,
+            "updated_at": m.updated_at,
+            "stats": _stats_public(per_message.get(m.id)),
+        }
+        for m in messages
+    ]
+    if attachments is not None:
+        for row in rows:
+            if row["id"] in files:
+                row["attachments"] = [_attachment_json(attachments, a) for a in files[row["id"]]]
     return {
         "format": FORMAT,
-        "version": FORMAT_VERSION,
+        "version": FORMAT_VERSION if files else 1,
         "conversation": {
             "title": conv.title,
             "pinned": conv.pinned,
@@ -60,25 +125,7 @@ def to_json(
             "active_root": conv.active_root_id,
         },
         "active_path": active,
-        "messages": [
-            {
-                "id": m.id,
-                "parent_id": m.parent_id,
-                "active_child": m.active_child_id,
-                "role": m.role,
-                "content": m.content,
-                "reasoning": m.reasoning or None,
-                "status": m.status,
-                "error_text": m.error_text,
-                "error_kind": m.error_kind,
-                "agent_name": m.agent_name,
-                "model": m.model,
-                "created_at": m.created_at,
-                "updated_at": m.updated_at,
-                "stats": _stats_public(per_message.get(m.id)),
-            }
-            for m in messages
-        ],
+        "messages": rows,
     }
 
 
@@ -89,8 +136,57 @@ def _speaker(m: Message) -> str:
     return f"{name} ({m.model})" if m.model and m.model not in name else name
 
 
-def to_markdown(conversations: ConversationStore, stats: StatsStore, conversation_id: int) -> str:
-    """The active branch as a readable document: headings per speaker, thinking folded."""
+def file_names(attachments: Iterable[Attachment]) -> dict[tuple[str, str], str]:
+    """(sha256, name) -> the name of its file in a Markdown export's folder: the attachment's
+    own name made safe for any file system, numbered where two different files share one."""
+    names: dict[tuple[str, str], str] = {}
+    taken: set[str] = set()
+    for a in attachments:
+        key = (a.sha256, a.name)
+        if key in names:
+            continue
+        base = safe_file_name(a.name)
+        stem, dot, ext = base.rpartition(".")
+        if not dot or not stem:
+            stem, ext = base, ""
+        name, n = base, 1
+        while name.casefold() in taken:
+            n += 1
+            name = f"{stem} ({n}).{ext}" if ext else f"{stem} ({n})"
+        taken.add(name.casefold())
+        names[key] = name
+    return names
+
+
+def _attachment_lines(
+    items: Sequence[Attachment], names: dict[tuple[str, str], str], folder: str | None
+) -> list[str]:
+    """A message's attachments in Markdown: linked to their copies in ``folder`` (relative to
+    the document), or named only (no folder: the text went to standard output)."""
+    lines = []
+    for a in items:
+        part = " (first part)" if a.text_limit is not None else ""
+        label = " ".join(a.name.split()).replace("[", "(").replace("]", ")")
+        if folder is None:
+            lines.append(f"- Attached: {label}{part}")
+        else:
+            link = f"<{folder}/{names[(a.sha256, a.name)]}>"
+            lines.append(
+                f"![{label}]({link})" if a.kind == "image" else f"- [{label}]({link}){part}"
+            )
+    return [*lines, ""]
+
+
+def to_markdown(
+    conversations: ConversationStore,
+    stats: StatsStore,
+    conversation_id: int,
+    attachments: AttachmentStore | None = None,
+    files_folder: str | None = None,
+) -> str:
+    """The active branch as a readable document: headings per speaker, thinking folded. With
+    ``attachments`` (the store) each message lists its files, linked into ``files_folder``
+    (a folder beside the document, as ``write_export`` fills it) when given."""
     from desktop.chat.format import stats_line  # Qt-free, shared with the window's footer
 
     conv = conversations.get(conversation_id)
@@ -98,9 +194,13 @@ def to_markdown(conversations: ConversationStore, stats: StatsStore, conversatio
         raise ExportError(f"There is no conversation {conversation_id}.")
     path = conversations.messages(conversation_id)
     per_message = stats.for_messages([m.id for m in path if m.role == "assistant"])
+    files = attachments.of_messages(m.id for m in path) if attachments is not None else {}
+    names = file_names(a for m in path for a in files.get(m.id, ()))
     out = [f"# {conv.title or 'Conversation'}", ""]
     for m in path:
         out += [f"## {_speaker(m)}", ""]
+        if m.id in files:
+            out += _attachment_lines(files[m.id], names, files_folder)
         if m.reasoning:
             out += [
                 "<details><summary>Thinking</summary>",
@@ -122,15 +222,60 @@ def to_markdown(conversations: ConversationStore, stats: StatsStore, conversatio
     return "\n".join(out).rstrip() + "\n"
 
 
+def write_export(
+    conversations: ConversationStore,
+    stats: StatsStore,
+    conversation_id: int,
+    fmt: str,
+    target: Path,
+    attachments: AttachmentStore | None = None,
+) -> list[Path]:
+    """Write the conversation to ``target`` as Markdown ("md") or JSON: a Markdown file's
+    attachments go into ``<name>_files/`` beside it (replaced if it is there), linked by
+    relative path. Returns what was written (the file, then the folder when there is one)."""
+    target = Path(target)
+    if fmt != "md":
+        data = to_json(conversations, stats, conversation_id, attachments)
+        target.write_text(dumps(data), encoding="utf-8")
+        return [target]
+    written = [target]
+    folder_name = f"{target.stem}_files"
+    used: list[Attachment] = []
+    if attachments is not None:
+        path = conversations.messages(conversation_id)
+        used = [a for items in attachments.of_messages(m.id for m in path).values() for a in items]
+    text = to_markdown(
+        conversations, stats, conversation_id, attachments, folder_name if used else None
+    )
+    if used:
+        assert attachments is not None
+        folder = target.parent / folder_name
+        with contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(folder)  # an earlier export of the same name: its files went stale
+        folder.mkdir(parents=True)
+        for (sha, _name), name in file_names(used).items():
+            try:
+                shutil.copyfile(attachments.path(sha), folder / name)
+            except FileNotFoundError as exc:
+                raise ExportError(
+                    f"The attached file “{_name}” is missing from the data folder; "
+                    "the export has no copy of it."
+                ) from exc
+        written.append(folder)
+    target.write_text(text, encoding="utf-8")
+    return written
+
+
 def from_json(
     data: Any,
     conversations: ConversationStore,
     stats: StatsStore,
     agents: _Agents | None = None,
+    attachments: AttachmentStore | None = None,
 ) -> int:
     """Import one conversation written by ``to_json``; returns the new conversation's id.
     All or nothing (``import_conversations``)."""
-    return _import([data], conversations, stats, agents, several=False)[0]
+    return _import([data], conversations, stats, agents, attachments, several=False)[0]
 
 
 def import_conversations(
@@ -138,6 +283,7 @@ def import_conversations(
     conversations: ConversationStore,
     stats: StatsStore,
     agents: _Agents | None = None,
+    attachments: AttachmentStore | None = None,
 ) -> list[int]:
     """Import a file's JSON: one conversation written by ``to_json``, or a list of them; returns
     the new conversations' ids in the file's order.
@@ -148,12 +294,15 @@ def import_conversations(
     ``ExportError`` says which conversation and why. Every conversation is checked and put in
     order before the first write, and the cost is linear in messages (one INSERT per message and
     stats row; a message listed before its parent waits for it, no pass over the rest).
+
+    With ``attachments`` (the store) the messages' files are stored again (each once; a file
+    whose bytes do not match its SHA-256 stops the import); without it they are left out.
     """
     if isinstance(data, list):
         if not data:
             raise ExportError("This file holds no conversation.")
-        return _import(data, conversations, stats, agents, several=True)
-    return _import([data], conversations, stats, agents, several=False)
+        return _import(data, conversations, stats, agents, attachments, several=True)
+    return _import([data], conversations, stats, agents, attachments, several=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +313,8 @@ class _Planned:
     rows: list[dict[str, Any]]
     active_children: list[tuple[Any, Any]]  # (message key, its active child's key)
     active_path: list[Any]
+    # id(row) -> its attachments, checked: (the attachment, the file's bytes)
+    files: dict[int, list[tuple[Attachment, bytes]]]
 
 
 def _import(
@@ -171,6 +322,7 @@ def _import(
     conversations: ConversationStore,
     stats: StatsStore,
     agents: _Agents | None,
+    attachments: AttachmentStore | None = None,
     *,
     several: bool,
 ) -> list[int]:
@@ -187,15 +339,57 @@ def _import(
             raise ExportError(f"{which(n)}: {exc.user_message} Nothing was imported.") from exc
     known = {a.name.casefold(): a.id for a in agents.list()} if agents else {}
     ids: list[int] = []
+    files = _Files(attachments)
     try:
         with conversations.transaction():
             for plan in plans:
-                ids.append(_store(plan, conversations, stats, known))
+                ids.append(_store(plan, conversations, stats, known, files))
     except sqlite3.Error as exc:  # a full disk, a locked or damaged file: all rolled back
+        files.undo()
         raise ExportError(
             f"{which(len(ids) + 1)} could not be stored ({exc}). Nothing was imported."
         ) from exc
+    except OSError as exc:  # an attached file could not be written
+        files.undo()
+        raise ExportError(
+            f"{which(len(ids) + 1)}: an attached file could not be stored "
+            f"({exc.strerror or exc}). Nothing was imported."
+        ) from exc
+    except BaseException:
+        files.undo()
+        raise
     return ids
+
+
+class _Files:
+    """An import's attached files: stored once each; those it added are removed again when
+    the import fails (their rows went with the rolled-back transaction)."""
+
+    def __init__(self, store: AttachmentStore | None) -> None:
+        self.store = store
+        self._stored: set[str] = set()
+        self._added: list[str] = []
+
+    def put(self, attachment: Attachment, data: bytes) -> None:
+        store = self.store
+        if store is None or attachment.sha256 in self._stored:
+            return
+        new = not store.has(attachment.sha256)
+        sha, _size = store.put_bytes(data, kind=attachment.kind, mime=attachment.mime)
+        self._stored.add(sha)
+        if new:
+            self._added.append(sha)
+
+    def undo(self) -> None:
+        store = self.store
+        if store is None:
+            return
+        for sha in self._added:
+            store.release(sha)
+            folder = store.path(sha).parent
+            for path in folder.glob(f"{sha}*") if folder.is_dir() else ():
+                with contextlib.suppress(OSError):
+                    path.unlink()
 
 
 def _key(value: Any, what: str) -> Any:
@@ -253,7 +447,47 @@ def _plan(data: Any) -> _Planned:
     path = data.get("active_path") or []
     if not isinstance(path, list):
         raise ExportError("The export's active path is not a list.")
-    return _Planned(info, ordered, active_children, path)
+    files = {
+        id(row): _attachments_of(row.get("attachments"), number)
+        for number, row in enumerate(rows, 1)
+        if row.get("attachments")
+    }
+    return _Planned(info, ordered, active_children, path, files)
+
+
+def _attachments_of(value: Any, number: int) -> list[tuple[Attachment, bytes]]:
+    """A message's attachments from an export, each checked: its bytes decode and match its
+    SHA-256 (a damaged or edited file is refused, not stored under a wrong name)."""
+    where = f"Message {number} of the export"
+    if not isinstance(value, list):
+        raise ExportError(f"{where} has attachments that are not a list.")
+    found: list[tuple[Attachment, bytes]] = []
+    for item in value:
+        if not isinstance(item, dict):
+            raise ExportError(f"{where} has an attachment that is not described.")
+        name = item.get("name")
+        kind = item.get("kind")
+        mime = item.get("mime")
+        limit = item.get("text_limit")
+        if not isinstance(name, str) or kind not in ("image", "document"):
+            raise ExportError(f"{where} has an attachment without a name or kind.")
+        if not isinstance(mime, str) or not isinstance(item.get("data"), str):
+            raise ExportError(f"{where}: the attachment “{name}” has no data.")
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
+            raise ExportError(f"{where}: the attachment “{name}” has a bad text limit.")
+        try:
+            data = base64.b64decode(item["data"], validate=True)
+        except (binascii.Error, ValueError):
+            raise ExportError(f"{where}: the attachment “{name}” is damaged.") from None
+        sha = hashlib.sha256(data).hexdigest()
+        claimed = item.get("sha256")
+        if claimed is not None and str(claimed).lower() != sha:
+            raise ExportError(
+                f"{where}: the attachment “{name}” does not match its checksum (the file was "
+                "damaged or changed)."
+            )
+        found.append((Attachment(sha, name, kind, mime, len(data), limit), data))
+    return found
 
 
 def _store(
@@ -261,9 +495,11 @@ def _store(
     conversations: ConversationStore,
     stats: StatsStore,
     known: dict[str, int | None],
+    files: _Files,
 ) -> int:
     """Write one checked conversation (inside the caller's transaction): one INSERT per
-    message and per stats row, then the branches on show in one go."""
+    message and per stats row, then the branches on show in one go; attached files stored
+    (each once) and attached to their messages."""
     info = plan.info
     conv = conversations.create(None, str(info.get("title") or "Imported conversation"))
     if info.get("pinned"):
@@ -295,6 +531,11 @@ def _store(
         )
         parent_of[msg_id] = new_parent
         active[new_parent] = msg_id
+        attached = plan.files.get(id(row))
+        if attached and files.store is not None:
+            for attachment, data in attached:
+                files.put(attachment, data)
+            files.store.attach(msg_id, [a for a, _data in attached])
         if row.get("id") is not None:
             new_ids[row["id"]] = msg_id
         record = row.get("stats")

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Unpack
 
+from desktop.chat.attachments import images_problem, message_parts, with_parts
 from desktop.chat.call import CallDeps, CallSink, ModelCall
 from desktop.chat.call_stats import CallPlace, CallStats
 from desktop.chat.stats_clock import StatsClock
@@ -24,6 +25,7 @@ from desktop.errors import UserError
 from desktop.llm.events import StreamEvent
 from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
 from desktop.store.agents import Agent
+from desktop.store.attachments import Attachment
 
 log = logging.getLogger("simi.chat")
 
@@ -83,14 +85,17 @@ async def ask_once(
     prompt_run_id: int | None = None,
     on_event: Callable[[StreamEvent], None] | None = None,
     on_clock: Callable[[StatsClock], None] | None = None,
+    attachments: Sequence[Attachment] = (),
 ) -> OneShot:
-    """Stream one reply to ``prompt`` (``call_once`` with the agent's system prompt)."""
+    """Stream one reply to ``prompt`` (``call_once`` with the agent's system prompt), with
+    its ``attachments``."""
     return await call_once(
         deps,
         agent,
         request_once(agent, prompt, prompt_run_id),
         on_event=on_event,
         on_clock=on_clock,
+        attachments=attachments,
         prompt_run_id=prompt_run_id,
     )
 
@@ -102,13 +107,19 @@ async def call_once(
     *,
     on_event: Callable[[StreamEvent], None] | None = None,
     on_clock: Callable[[StatsClock], None] | None = None,
+    attachments: Sequence[Attachment] = (),
     **place: Unpack[CallPlace],
 ) -> OneShot:
     """Stream one reply. Never raises a ``UserError`` (it becomes status "error"). Cancelling
     the task that awaits it ends the call with status "cancelled" and the text so far, and
     *returns* that (the cancellation is consumed: a caller that must stop too checks its own
     flag). ``on_clock`` gets the call's stats clock before it starts (live TTFT, tok/s);
-    ``place`` goes into its stats row."""
+    ``place`` goes into its stats row.
+
+    ``attachments`` (stored in ``deps.attachments``) go with the request's last user message,
+    made ready on a worker thread. Images (attached, or in the request already, as an API
+    client sends them) for an agent that cannot see end the call before anything is sent:
+    status "error", kind "attachment", the reason in words."""
     call = ModelCall(deps, agent)  # its clock starts; the price book starts warming
     if on_clock is not None:
         on_clock(call.clock)
@@ -141,6 +152,7 @@ async def call_once(
 
     try:
         try:
+            request = await _with_attachments(deps, agent, request, attachments)
             await call.open()
             finish = await call.stream(request, sink)
         finally:
@@ -161,6 +173,32 @@ async def call_once(
         raise
     await priced()
     return done("cancelled" if finish == "cancelled" else "complete", finish)
+
+
+async def _with_attachments(
+    deps: CallDeps, agent: Agent, request: ChatRequest, attachments: Sequence[Attachment]
+) -> ChatRequest:
+    """``request`` with ``attachments`` on its last user message (documents before the text,
+    images sized for the agent), after checking the agent can see its images."""
+    images = sum(len(m.images) for m in request.messages)
+    problem = images_problem(agent, images + sum(1 for a in attachments if a.kind == "image"))
+    if problem:
+        from desktop.attach.errors import AttachError
+
+        raise AttachError(problem)
+    if not attachments:
+        return request
+    store = deps.attachments
+    if store is None:
+        raise ValueError("attachments without an attachment store")
+    parts = await asyncio.to_thread(message_parts, store, attachments, agent.kind)
+    messages = list(request.messages)
+    users = [i for i, m in enumerate(messages) if m.role == "user"]
+    if not users:
+        messages.append(ChatMessage("user", ""))
+        users.append(len(messages) - 1)
+    messages[users[-1]] = with_parts(messages[users[-1]], parts)
+    return replace(request, messages=tuple(messages))
 
 
 def _consume_cancel() -> None:

@@ -6,6 +6,8 @@ CONTRACT (written by the lead; the implementer keeps these names and fields):
   of ``---`` separates multi-line prompts when present), a ``.txt`` file (same rules) or a
   ``.jsonl`` file (each line a JSON string, or an object with "prompt" or "text"); blank
   entries dropped; a bad JSONL line raises ``UserError`` naming the line number.
+  ``parse_prompt_set`` reads the same with each prompt's files: an object's "attachments", a
+  list of paths relative to the file (issue 29), sent with that prompt to every agent.
 - ``PromptRunner(services, run_id, agents, on_progress=None)``: ``await runner.run()`` does
   every (prompt, agent, repetition) not yet in ``prompt_run_calls`` (so a paused, interrupted or
   reopened run resumes where it stopped), in that order; remote agents' calls for one prompt
@@ -45,7 +47,8 @@ import contextlib
 import json
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from desktop.chat.call_stats import CallStats
@@ -86,12 +89,34 @@ class Progress:
 SEPARATOR = "---"
 
 
+@dataclass(frozen=True, slots=True)
+class PromptItem:
+    """One prompt of a set and the files sent with it (absolute paths)."""
+
+    text: str
+    attachments: tuple[Path, ...] = field(default=())
+
+
 def parse_prompts(text: str, filename: str | None = None) -> list[str]:
+    return [item.text for item in parse_prompt_set(text, filename, check_files=False)]
+
+
+def parse_prompt_set(
+    text: str, filename: str | None = None, *, check_files: bool = True
+) -> list[PromptItem]:
+    """``parse_prompts`` with each prompt's files: in a .jsonl or .json file, an object's
+    "attachments" (a list of paths, relative to the file's folder, or absolute). With
+    ``check_files``, a path that is not a file is a ``UserError`` naming its line."""
     name = (filename or "").casefold()
+    base = Path(filename).parent if filename else Path()
     if name.endswith(".jsonl"):
-        return _jsonl_prompts(text, filename or "")
+        return _jsonl_prompts(text, filename or "", base, check_files)
     if name.endswith(".json"):
-        return _json_prompts(text, filename or "")
+        return _json_prompts(text, filename or "", base, check_files)
+    return [PromptItem(p) for p in _text_prompts(text)]
+
+
+def _text_prompts(text: str) -> list[str]:
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     if any(line.strip() == SEPARATOR for line in lines):
         chunks: list[list[str]] = [[]]
@@ -117,9 +142,24 @@ def _prompt_of(value: Any) -> str | None:
     return None
 
 
-def _jsonl_prompts(text: str, filename: str) -> list[str]:
+def _files_of(value: Any, where: str, base: Path, check: bool) -> tuple[Path, ...]:
+    """An object's "attachments": paths relative to ``base`` (the prompt file's folder)."""
+    listed = value.get("attachments") if isinstance(value, dict) else None
+    if listed is None:
+        return ()
+    if not isinstance(listed, list) or not all(isinstance(p, str) and p for p in listed):
+        raise UserError(f'{where}: "attachments" must be a list of file paths.')
+    paths = tuple(base / Path(p).expanduser() for p in listed)
+    if check:
+        for given, path in zip(listed, paths, strict=True):
+            if not path.is_file():
+                raise UserError(f"{where}: the attachment {given} is not a file ({path}).")
+    return tuple(p.absolute() for p in paths)
+
+
+def _jsonl_prompts(text: str, filename: str, base: Path, check: bool) -> list[PromptItem]:
     where = filename or "the JSONL text"
-    prompts: list[str] = []
+    prompts: list[PromptItem] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -133,12 +173,13 @@ def _jsonl_prompts(text: str, filename: str) -> list[str]:
                 f"{where}, line {number}: expected a string or an object with "
                 '"prompt" (or "text") as a string.'
             )
+        files = _files_of(value, f"{where}, line {number}", base, check)
         if prompt.strip():
-            prompts.append(prompt.strip())
+            prompts.append(PromptItem(prompt.strip(), files))
     return prompts
 
 
-def _json_prompts(text: str, filename: str) -> list[str]:
+def _json_prompts(text: str, filename: str, base: Path, check: bool) -> list[PromptItem]:
     """A ``.json`` file: a list of prompts (strings or objects), as a JSONL file's lines."""
     try:
         value = json.loads(text)
@@ -146,14 +187,15 @@ def _json_prompts(text: str, filename: str) -> list[str]:
         raise UserError(f"{filename} is not JSON ({_reason(exc)}).") from None
     if not isinstance(value, list):
         raise UserError(f"{filename}: expected a list of prompts.")
-    prompts: list[str] = []
+    prompts: list[PromptItem] = []
     for number, item in enumerate(value, start=1):
         prompt = _prompt_of(item)
         if prompt is None:
             raise UserError(f"{filename}, item {number}: expected a string or an object with "
                             '"prompt" (or "text").')  # fmt: skip
+        files = _files_of(item, f"{filename}, item {number}", base, check)
         if prompt.strip():
-            prompts.append(prompt.strip())
+            prompts.append(PromptItem(prompt.strip(), files))
     return prompts
 
 
@@ -207,8 +249,12 @@ class PromptRunner:
         self._errors = 0
         self._total = 0
         self._prompts: tuple[str, ...] = ()
+        self._files: tuple[tuple[str, ...], ...] = ()
         self._repeat = 1
         self._names: dict[int, str] = {}
+        # per prompt: its files made ready (once per run), or why they cannot be
+        self._ready: dict[int, list[Any] | UserError] = {}
+        self._preparing: dict[int, asyncio.Future[list[Any] | UserError]] = {}
 
     @property
     def run_id(self) -> int:
@@ -221,6 +267,7 @@ class PromptRunner:
         if stored is None:
             raise UserError(f"There is no prompt-set run {self._run_id}.")
         self._prompts, self._repeat = tuple(stored.prompts), max(1, int(stored.repeat))
+        self._files = tuple(stored.attachments_of(i) for i in range(len(self._prompts)))
         self._pausing = self._cancelling = False
         # An agent renamed since the run began keeps the run's name for it (its calls are
         # stored, found and summarised under the name the run was made with).
@@ -249,10 +296,13 @@ class PromptRunner:
         store.set_run_status(self._run_id, "running")
         self._report(None, "", None)
         try:
-            for group in _groups(todo):
-                if self._pausing or self._cancelling:
-                    break
-                await self._run_group(group)
+            try:
+                for group in _groups(todo):
+                    if self._pausing or self._cancelling:
+                        break
+                    await self._run_group(group)
+            finally:
+                self._release_files()
         except asyncio.CancelledError:
             self._cancel_running()
             with contextlib.suppress(Exception):
@@ -317,6 +367,43 @@ class PromptRunner:
         for task in list(self._running):
             task.cancel()
 
+    async def _attachments(self, prompt_index: int) -> list[Any]:
+        """The prompt's files, checked and stored once for the run (on a worker thread);
+        ``UserError`` (for each of its calls) when one cannot be attached."""
+        if not self._files or not self._files[prompt_index]:
+            return []
+        if prompt_index not in self._preparing:
+            paths = self._files[prompt_index]
+            self._preparing[prompt_index] = asyncio.ensure_future(
+                asyncio.to_thread(self._prepare_files, paths)
+            )
+        ready = await asyncio.shield(self._preparing[prompt_index])
+        self._ready[prompt_index] = ready
+        if isinstance(ready, UserError):
+            raise ready
+        return ready
+
+    def _prepare_files(self, paths: tuple[str, ...]) -> list[Any] | UserError:
+        attachments = self._services.attachments
+        done: list[Any] = []
+        for path in paths:
+            try:
+                done.append(attachments.prepare(Path(path)).attachment)
+            except UserError as exc:
+                for attachment in done:
+                    attachments.release(attachment)
+                return exc  # it names the file
+        return done
+
+    def _release_files(self) -> None:
+        """The run's files may go once no message uses them (nothing stores them for it)."""
+        for ready in self._ready.values():
+            if isinstance(ready, list):
+                for attachment in ready:
+                    self._services.attachments.release(attachment)
+        self._ready.clear()
+        self._preparing.clear()
+
     async def _call(self, slot: _Slot) -> None:
         agent = slot.agent
         prompt = self._prompts[slot.prompt_index]
@@ -324,9 +411,16 @@ class PromptRunner:
         text, status, error_text, stats_id, stats = "", "cancelled", None, None, None
         outside = False
         try:
-            one = await chat.ask_once(agent, prompt, prompt_run_id=self._run_id)
-            text, status, error_text = one.text, one.status, one.error_text
-            stats_id, stats = one.stats_id, one.stats
+            try:
+                files = await self._attachments(slot.prompt_index)
+            except UserError as exc:  # not sent: the call is this error
+                files, status, error_text = None, "error", exc.user_message
+            if files is not None:
+                one = await chat.ask_once(
+                    agent, prompt, prompt_run_id=self._run_id, attachments=files
+                )
+                text, status, error_text = one.text, one.status, one.error_text
+                stats_id, stats = one.stats_id, one.stats
         except asyncio.CancelledError:
             outside = not self._cancelling  # not our Cancel: the cancellation goes on
         except Exception as exc:  # a bug in one call: recorded on it, the others go on

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import sqlite_utils
 
 from desktop.chat.agents import AgentService
+from desktop.chat.attachments import AttachmentService
 from desktop.chat.local_defaults import new_local_fields
 from desktop.chat.price_book import PriceBook
 from desktop.chat.providers import ProviderFactory
@@ -26,6 +27,7 @@ from desktop.settings.paths import AppPaths
 from desktop.settings.prefs import Preferences
 from desktop.settings.secrets import RedactingFilter, SecretStore
 from desktop.store.agents import Agent, AgentStore
+from desktop.store.attachments import AttachmentStore
 from desktop.store.compare import CompareStore
 from desktop.store.conversations import ConversationStore
 from desktop.store.db import open_database
@@ -100,6 +102,9 @@ class Services:
     # MCP tools (issue 18): servers and grants (``tools.tools``), their running connections
     # (``tools.manager``: started on first use, stopped by ``aclose``) and every tool step
     tools: ToolRunner
+    # files attached to messages: made ready, checked against an agent, viewed, collected
+    # (``chat/attachments.py``; its ``store``: the files in the data folder and their rows)
+    attachments: AttachmentService
     # this process's owner row (store/owners.py): stamped on what it streams, runs and trashes,
     # so another process's start-up recovery leaves that alone; its row goes at ``close``
     owners: OwnerStore | None = None
@@ -134,7 +139,16 @@ class Services:
             tool_store,
             ToolStepStore(db, owner_id=owner.id),
         )
-        chat = ChatService(conversations, stats, factory, agents=agents, prices=prices, tools=tools)
+        attachments = AttachmentService(AttachmentStore(db, paths.attachments_dir), conversations)
+        chat = ChatService(
+            conversations,
+            stats,
+            factory,
+            agents=agents,
+            prices=prices,
+            tools=tools,
+            attachments=attachments.store,
+        )
 
         # a cloned agent may use the same tools ("always" grants stay with the original)
         def copy_tools(src: Agent, copy: Agent) -> None:
@@ -156,6 +170,10 @@ class Services:
             log.info("marked %d prompt-set runs cut off by a crash as interrupted", cut_runs)
         # Conversations a process that is gone deleted, whose undo was not used, are gone for good.
         conversations.purge_trash(dead)
+        attachments.collect()  # files no message uses any more (a purged conversation's)
+        # from now on a conversation deleted for good (the window's Undo ran out) takes its
+        # last files with it, on a thread of their own
+        conversations.on_deleted.append(attachments.collect_soon)
         owners.forget(dead)
         agents.ensure_starter()
         return cls(
@@ -172,6 +190,7 @@ class Services:
             compare,
             HubService(paths, secrets),
             tools,
+            attachments,
             owners,
             owner,
             heartbeat,
@@ -184,6 +203,7 @@ class Services:
 
     def close(self) -> None:
         self.local.close()
+        self.attachments.close()  # a collection under way ends before the database closes
         if self.heartbeat is not None:
             self.heartbeat.stop()
         if self.owners is not None and self.owner is not None:

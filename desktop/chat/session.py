@@ -15,6 +15,7 @@ from typing import Any
 
 from desktop.chat import one_shot
 from desktop.chat.agents import AgentService
+from desktop.chat.attachments import MessageParts, parts_of, vision_problem, with_parts
 from desktop.chat.call import CallDeps, CallSink, ModelCall
 from desktop.chat.call_stats import CallStats
 from desktop.chat.one_shot import OneShot
@@ -37,6 +38,7 @@ from desktop.llm.events import StreamEvent, TextDelta, ToolCall
 from desktop.llm.provider import ChatMessage, ChatRequest
 from desktop.local.context import without_oldest_turns
 from desktop.store.agents import Agent
+from desktop.store.attachments import Attachment, AttachmentStore
 from desktop.store.conversations import ConversationStore, Message
 from desktop.store.stats import StatsStore
 from desktop.store.tool_steps import ToolStep
@@ -82,6 +84,8 @@ class Turn:
     # A turn an API client asked for (``desktop/serve``): its rows say so, with the key's name.
     source: str | None = None
     api_client: str | None = None
+    # the question's attachments, when this turn wrote the question (send, edit)
+    attachments: list[Attachment] = field(default_factory=list)
 
 
 class ChatService:
@@ -95,8 +99,11 @@ class ChatService:
         agents: AgentService | None = None,
         prices: PriceBook | None = None,
         tools: ToolRunner | None = None,
+        attachments: AttachmentStore | None = None,
     ) -> None:
         self.conversations = conversations
+        # files attached to messages (None: a service without any, as in some tests)
+        self.attachments = attachments
         self.stats = stats
         self.providers = providers
         # What a call cost (desktop.chat.pricing), priced when it ends; warmed off the loop.
@@ -114,21 +121,55 @@ class ChatService:
             prices=prices,
             stats=stats,
             fetch_key=agents.fetch_key if agents is not None else None,
+            attachments=attachments,
         )
         # MCP tools for agents allowed some (None: no agent has tools; the CLI's light paths)
         self.tools = tools
 
     # building turns --------------------------------------------------------------------------
-    def begin(self, conversation_id: int, agent: Agent, text: str) -> Turn:
-        """Store the user message and an empty streaming reply; return the turn to run."""
+    def begin(
+        self,
+        conversation_id: int,
+        agent: Agent,
+        text: str,
+        attachments: Sequence[Attachment] = (),
+    ) -> Turn:
+        """Store the user message (with its ``attachments``, already stored by
+        ``AttachmentService.prepare``) and an empty streaming reply; return the turn to run."""
         conv = self.conversations.get(conversation_id)
         if conv is not None and not conv.title:
-            self.conversations.rename(conversation_id, title_from(text))
-        user = self.conversations.add_message(
-            conversation_id, "user", text, agent_id=agent.id, agent_name=agent.name
-        )
+            title = text if text.strip() or not attachments else attachments[0].name
+            self.conversations.rename(conversation_id, title_from(title))
+        with self.conversations.transaction():
+            user = self.conversations.add_message(
+                conversation_id, "user", text, agent_id=agent.id, agent_name=agent.name
+            )
+            attached = self._attach(user.id, attachments)
         reply = self._new_reply(conversation_id, agent, user.id)
-        return Turn(conversation_id, agent, user.id, reply.id, user_message=user, reply=reply)
+        return Turn(
+            conversation_id,
+            agent,
+            user.id,
+            reply.id,
+            user_message=user,
+            reply=reply,
+            attachments=attached,
+        )
+
+    def _attach(self, message_id: int, attachments: Sequence[Attachment]) -> list[Attachment]:
+        if not attachments:
+            return []
+        if self.attachments is None:
+            raise ValueError("this chat service keeps no attachments")
+        self.attachments.attach(message_id, attachments)
+        return list(attachments)
+
+    def attachments_of(self, message_ids: Sequence[int]) -> dict[int, list[Attachment]]:
+        """message id -> its attachments in order, for the view (messages without any are
+        left out)."""
+        if self.attachments is None or not message_ids:
+            return {}
+        return self.attachments.of_messages(message_ids)
 
     def _message_in(self, conversation_id: int, message_id: int, role: str) -> Message:
         msg = self.conversations.message(message_id)
@@ -188,20 +229,42 @@ class ChatService:
         reply = self._new_reply(conversation_id, agent, old.parent_id)
         return Turn(conversation_id, agent, old.parent_id, reply.id, kind="regenerate", reply=reply)
 
-    def begin_edit(self, conversation_id: int, agent: Agent, user_id: int, text: str) -> Turn:
-        """An edited question becomes a new branch beside the old one, answered afresh."""
+    def begin_edit(
+        self,
+        conversation_id: int,
+        agent: Agent,
+        user_id: int,
+        text: str,
+        attachments: Sequence[Attachment] | None = None,
+    ) -> Turn:
+        """An edited question becomes a new branch beside the old one, answered afresh. It
+        keeps the old question's attachments unless ``attachments`` are given (``[]``: none)."""
         old = self._message_in(conversation_id, user_id, "user")
-        user = self.conversations.add_message(
-            conversation_id,
-            "user",
-            text,
-            agent_id=agent.id,
-            agent_name=agent.name,
-            parent_id=old.parent_id,
-        )
+        with self.conversations.transaction():
+            user = self.conversations.add_message(
+                conversation_id,
+                "user",
+                text,
+                agent_id=agent.id,
+                agent_name=agent.name,
+                parent_id=old.parent_id,
+            )
+            if attachments is None:
+                attached = (
+                    self.attachments.copy(old.id, user.id) if self.attachments is not None else []
+                )
+            else:
+                attached = self._attach(user.id, attachments)
         reply = self._new_reply(conversation_id, agent, user.id)
         return Turn(
-            conversation_id, agent, user.id, reply.id, kind="edit", user_message=user, reply=reply
+            conversation_id,
+            agent,
+            user.id,
+            reply.id,
+            kind="edit",
+            user_message=user,
+            reply=reply,
+            attachments=attached,
         )
 
     def begin_continue(self, conversation_id: int, agent: Agent, reply_id: int) -> Turn:
@@ -234,18 +297,40 @@ class ChatService:
             parent_id=parent_id,
         )
 
-    def request_for(self, turn: Turn, *, with_tools: bool = False) -> ChatRequest:
-        """The request for a turn; ``with_tools``: earlier replies' tool calls and results go
-        in too (the agent offers tools; without them a reply is its text alone)."""
-        agent = turn.agent
-        history: list[ChatMessage] = []
-        if agent.system_prompt.strip():
-            history.append(ChatMessage("system", agent.system_prompt))
-        path = [
+    def _path(self, turn: Turn) -> list[Message]:
+        """The user and assistant messages the turn's reply follows, oldest first."""
+        return [
             m
             for m in self.conversations.ancestors(turn.assistant_message_id)
             if m.role in ("user", "assistant")
         ]
+
+    def attachments_on_path(self, turn: Turn) -> dict[int, list[Attachment]]:
+        """The attachments of the questions the turn's reply follows (message id -> them)."""
+        if self.attachments is None:
+            return {}
+        return self.attachments.of_messages(m.id for m in self._path(turn) if m.role == "user")
+
+    def request_for(
+        self,
+        turn: Turn,
+        *,
+        with_tools: bool = False,
+        parts: dict[int, MessageParts] | None = None,
+    ) -> ChatRequest:
+        """The request for a turn; ``with_tools``: earlier replies' tool calls and results go
+        in too (the agent offers tools; without them a reply is its text alone). A question's
+        attachments go with it: ``parts`` as ``ChatService.run`` built them off the loop;
+        None: built here (blocking: the first time, an image is resized)."""
+        agent = turn.agent
+        history: list[ChatMessage] = []
+        if agent.system_prompt.strip():
+            history.append(ChatMessage("system", agent.system_prompt))
+        path = self._path(turn)
+        if parts is None and self.attachments is not None:
+            found = self.attachments.of_messages(m.id for m in path if m.role == "user")
+            parts = parts_of(self.attachments, found, agent.kind) if found else {}
+        parts = parts or {}
         steps = (
             self.tools.steps.for_messages([m.id for m in path if m.role == "assistant"])
             if with_tools and self.tools is not None
@@ -258,7 +343,8 @@ class ChatService:
                 continue
             if m.role == "assistant" and (m.status == "error" or not m.content):
                 continue
-            history.append(ChatMessage(m.role, m.content))  # type: ignore[arg-type]
+            message = ChatMessage(m.role, m.content)  # type: ignore[arg-type]
+            history.append(with_parts(message, parts.get(m.id)))
         if turn.drop_oldest_turns:
             history = without_oldest_turns(history, turn.drop_oldest_turns)
         if turn.prefix:
@@ -318,6 +404,7 @@ class ChatService:
             turn.reasoning = "".join(thoughts)
 
         try:
+            attached = await self._attachment_parts(turn)  # a model that cannot see: ends here
             await call.open()
             box = ToolBox()
             if self.tools is not None and self.tools.agent_uses_tools(agent):
@@ -326,7 +413,7 @@ class ChatService:
                     turn.notice = "; ".join(box.notices)
                 # starting the servers is not the model's time
                 turn.clock = call.restart_clock()
-            request = self.request_for(turn, with_tools=bool(box))
+            request = self.request_for(turn, with_tools=bool(box), parts=attached)
             if box:
                 request = replace(request, tools=box.specs)
             rounds = 0
@@ -407,6 +494,24 @@ class ChatService:
         await self._finish(turn, call, status, finish, record=not recorded, priced=True)
         return turn
 
+    async def _attachment_parts(self, turn: Turn) -> dict[int, MessageParts]:
+        """The attachments of the questions on the turn's path, ready to send, built on a
+        worker thread (documents' text read, images sized for the agent's provider). Images
+        for an agent that cannot see end the turn first: an ``AttachError`` in words, before
+        any file is read or any model is loaded."""
+        store = self.attachments
+        if store is None:
+            return {}
+        found = self.attachments_on_path(turn)
+        if not found:
+            return {}
+        problem = vision_problem(turn.agent, [a for items in found.values() for a in items])
+        if problem:
+            from desktop.attach.errors import AttachError
+
+            raise AttachError(problem)
+        return await asyncio.to_thread(parts_of, store, found, turn.agent.kind)
+
     async def ask_once(
         self,
         agent: Agent,
@@ -414,12 +519,18 @@ class ChatService:
         *,
         prompt_run_id: int | None = None,
         on_event: Callable[[StreamEvent], None] | None = None,
+        attachments: Sequence[Attachment] = (),
     ) -> OneShot:
         """One prompt (after the agent's system prompt, no history), no conversation stored:
         its stats row carries ``prompt_run_id``. Errors and Stop come back on the result
-        (``chat/one_shot.py``)."""
+        (``chat/one_shot.py``). ``attachments`` (stored already) go with the prompt."""
         return await one_shot.ask_once(
-            self.call_deps, agent, prompt, prompt_run_id=prompt_run_id, on_event=on_event
+            self.call_deps,
+            agent,
+            prompt,
+            prompt_run_id=prompt_run_id,
+            on_event=on_event,
+            attachments=attachments,
         )
 
     async def _finish(

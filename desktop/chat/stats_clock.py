@@ -71,6 +71,13 @@ class StatsClock:
         self.usage = ev.Usage(source="counted")
         self.timing = ev.Timing()
         self.info = ev.RunInfo()
+        # the images' prompt tokens as estimated from their sizes (None: no image was sent);
+        # the row holds it, marked estimated, unless the backend reports its own count
+        self.image_estimate: int | None = None
+
+    def images_sent(self, estimate: int | None) -> None:
+        """The call sends images taking about ``estimate`` prompt tokens (None: none)."""
+        self.image_estimate = estimate
 
     def on_event(self, event: ev.StreamEvent) -> None:
         match event:
@@ -231,6 +238,11 @@ class StatsClock:
         if window and prompt is not None:
             fill = round((prompt + (output or 0)) / window, 4)
         params = info.load_params
+        image_tokens, image_estimated = self.usage.image_tokens, None
+        if image_tokens is not None:
+            image_estimated = 0
+        elif self.image_estimate is not None:
+            image_tokens, image_estimated = self.image_estimate, 1
         return CallStats(
             message_id=place.get("message_id"),
             conversation_id=place.get("conversation_id"),
@@ -294,4 +306,7 @@ class StatsClock:
             vram_bytes=info.vram_bytes,
             source=place.get("source"),
             api_client=place.get("api_client"),
+            image_tokens=image_tokens,
+            image_tokens_estimated=image_estimated,
+            image_encode_ms=_round(timing.image_encode_ms),
         )

@@ -9,6 +9,8 @@ connection") → waiting for the answer to begin (headers) → waiting for the f
 streaming → done.
 Where a server reports its own prefill and decode (``timing_source`` 'server') they are drawn
 in a second lane inside the client's span, and the rest of that span is "network and queue".
+A local call that sent images has its vision projector's encoding in that second lane instead
+("Image encoding"), from where the prompt's reading begins.
 A missing figure draws nothing and is said to be missing; a negative gap is drawn as nothing.
 """
 
@@ -34,12 +36,14 @@ from desktop.chat.timeline_facts import (
     token_split,
 )
 from desktop.chat.timeline_lanes import (
+    IMAGE_LANE_LABEL,
     MIN_GAP_MS,
     Builder,
     Marker,
     Segment,
     decode,
     gap_to_first_token,
+    image_lane,
     local_start,
     remote_start,
     server_lane,
@@ -173,6 +177,11 @@ def build_timeline(row: dict[str, Any] | None) -> Timeline:
         )
 
     server = server_lane(row, first_at, end, notes) if first_at is not None else []
+    second_label = f"Inside the server: {provider}'s own timings" if server else ""
+    if local:  # the second lane: the images' encoding, from where the prompt's reading began
+        reading = next((s.start_ms for s in lane.segments if s.key == "prefill"), before_first)
+        server = image_lane(row, reading)
+        second_label = IMAGE_LANE_LABEL if server else ""
     span = max([end, *(s.end_ms for s in server)]) if (lane.segments or server or markers) else 0.0
     ttft_fact = Fact(
         "ttft",
@@ -207,7 +216,7 @@ def build_timeline(row: dict[str, Any] | None) -> Timeline:
             if local
             else "What you waited for (SIMI Multi's clock)"
         ),
-        server_lane_label=f"Inside the server: {provider}'s own timings" if server else "",
+        server_lane_label=second_label,
         facts=facts(row, ttft_fact, total_fact),
         tokens=token_split(row),
         context=context_gauge(row),

@@ -258,6 +258,23 @@ def _token_facts(row: dict[str, Any], split: TokenSplit, provider: str) -> list[
     return [prompt, output]
 
 
+def _image_fact(row: dict[str, Any], provider: str) -> Fact | None:
+    """A call that sent images: the prompt tokens they took, reported or estimated."""
+    tokens = as_int(row.get("image_tokens"))
+    if tokens is None:
+        return None
+    if row.get("image_tokens_estimated") == 1:
+        value = f"about {num(tokens)} (estimated from the images' sizes: {provider} did not say)"
+    else:
+        value = f"{num(tokens)} (reported by {provider})"
+    return Fact(
+        "image_tokens",
+        "Image tokens",
+        value,
+        description="Of the prompt tokens, those the attached images took.",
+    )
+
+
 def _cache_fact(row: dict[str, Any], split: TokenSplit) -> Fact:
     """A local call: where its cached prompt tokens came from, and restoring them."""
     description = (
@@ -446,6 +463,8 @@ def facts(row: dict[str, Any], ttft: Fact, total: Fact) -> tuple[Fact, ...]:
         total,
         *_token_facts(row, split, provider),
     ]
+    if (images := _image_fact(row, provider)) is not None:
+        found.append(images)
     if is_local(row):
         found.append(_cache_fact(row, split))
     found.append(_context_fact(row, provider))

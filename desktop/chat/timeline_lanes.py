@@ -18,7 +18,7 @@ from desktop.chat.timeline_facts import (
 )
 
 MeasuredBy = Literal["client", "llama.cpp", "server"]
-Lane = Literal["client", "server"]
+Lane = Literal["client", "server", "images"]
 # A gap shorter than this is rounding, not time anyone spent: it is not drawn.
 MIN_GAP_MS = 1.0
 
@@ -352,5 +352,35 @@ def server_lane(
     notes.append(
         f"{provider} reports how long its prefill and decode took, not when they began: its "
         "prefill is drawn ending at the first token and its decode starting there."
+    )
+    return lane.segments
+
+
+# images (local) --------------------------------------------------------------------------------
+IMAGE_LANE_LABEL = "Image encoding (the vision projector, timed by llama.cpp)"
+
+
+def image_lane(row: dict[str, Any], start: float) -> list[Segment]:
+    """A local call that sent images: the vision projector encoding them, drawn in a lane of
+    its own from ``start`` (where the prompt's reading begins). It is part of the time to the
+    first token."""
+    encode = as_float(row.get("image_encode_ms"))
+    if not is_local(row) or not encode or encode <= 0:
+        return []
+    lane = Builder()
+    lane.at = start
+    tokens = as_int(row.get("image_tokens"))
+    about = "about " if row.get("image_tokens_estimated") == 1 else ""
+    into = f" into {about}{num(tokens)} tokens" if tokens is not None else ""
+    lane.add(
+        "image_encode",
+        "encoding the images",
+        encode,
+        "prefill",
+        f"The model's vision projector turned the attached images{into} the model can read: "
+        f"{ms_text(encode)}, measured by llama.cpp. The model reads them with the prompt, "
+        "before its first token.",
+        measured_by="llama.cpp",
+        lane="images",
     )
     return lane.segments

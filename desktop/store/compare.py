@@ -95,6 +95,11 @@ class PromptRun:
     status: str  # one of RUN_STATUSES
     created_at: str
     updated_at: str
+    # per prompt, the files sent with it (absolute paths; a prompt set's "attachments")
+    attachments: tuple[tuple[str, ...], ...] = ()
+
+    def attachments_of(self, prompt_index: int) -> tuple[str, ...]:
+        return self.attachments[prompt_index] if prompt_index < len(self.attachments) else ()
 
     @property
     def total_calls(self) -> int:
@@ -330,7 +335,10 @@ class CompareStore:
         agents: list[tuple[int | None, str]],
         repeat: int = 1,
         title: str = "",
+        attachments: Sequence[Sequence[str]] | None = None,
     ) -> PromptRun:
+        """``attachments``: per prompt, the paths of the files that go with it (stored in the
+        prompts' JSON: a prompt with files is ``{"prompt": ..., "attachments": [...]}``)."""
         if not prompts:
             raise ValueError("a prompt-set run needs at least one prompt")
         if not agents:
@@ -348,7 +356,7 @@ class CompareStore:
             f"VALUES (?, ?, ?, ?, ?, 'running', ?, ?{', ?' if owner else ''})",
             [
                 title,
-                json.dumps(list(prompts)),
+                json.dumps(_prompt_entries(prompts, attachments)),
                 json.dumps([agent_id for agent_id, _ in agents]),
                 json.dumps(names),
                 repeat,
@@ -375,10 +383,16 @@ class CompareStore:
 
     @staticmethod
     def _run(r: Sequence[Any]) -> PromptRun:
+        entries = json.loads(r[2])
+        files = tuple(
+            tuple(str(p) for p in e.get("attachments") or ()) if isinstance(e, dict) else ()
+            for e in entries
+        )
         return PromptRun(
             id=r[0],
             title=r[1],
-            prompts=tuple(json.loads(r[2])),
+            prompts=tuple(str(e.get("prompt", "")) if isinstance(e, dict) else e for e in entries),
+            attachments=files if any(files) else (),
             agent_ids=tuple(json.loads(r[3])),
             agent_names=tuple(json.loads(r[4])),
             repeat=r[5],
@@ -479,3 +493,16 @@ class CompareStore:
             dead_owners,
             [utc_now()],
         )
+
+
+def _prompt_entries(
+    prompts: Sequence[str], attachments: Sequence[Sequence[str]] | None
+) -> list[Any]:
+    """The prompts as stored: a string each, or an object where files go with the prompt."""
+    files = list(attachments or ())
+    return [
+        {"prompt": p, "attachments": [str(f) for f in files[i]]}
+        if i < len(files) and files[i]
+        else p
+        for i, p in enumerate(prompts)
+    ]

@@ -9,7 +9,8 @@ walk over primary keys however many branches exist (see migrations.m003_branches
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -18,6 +19,8 @@ import sqlite_utils
 
 from desktop.store.db import read_back, savepoint, utc_now
 from desktop.store.owners import recover, stamped
+
+log = logging.getLogger("simi.store")
 
 MessageStatus = Literal["streaming", "complete", "cancelled", "interrupted", "error"]
 MESSAGE_STATUSES: tuple[str, ...] = ("streaming", "complete", "cancelled", "interrupted", "error")
@@ -105,6 +108,16 @@ class ConversationStore:
         # this process's ``process_owners`` row (store/owners.py): stamped on streaming
         # replies and on trash, so another process's start-up leaves them alone
         self.owner_id = owner_id
+        # called after messages were deleted for good (a conversation, the trash, a question):
+        # files attached to them that nothing else uses may go (``chat/services.py``)
+        self.on_deleted: builtins.list[Callable[[], None]] = []
+
+    def _deleted(self) -> None:
+        for hook in self.on_deleted:
+            try:
+                hook()
+            except Exception:  # the deletion stands; what follows it is not its business
+                log.exception("a hook after deleting messages failed")
 
     def _tx(self) -> AbstractContextManager[None]:
         return savepoint(self._db)
@@ -234,8 +247,9 @@ class ConversationStore:
         )
 
     def delete(self, conversation_id: int) -> None:
-        """Delete for good (messages and stats cascade)."""
+        """Delete for good (messages, their attachments' rows and stats cascade)."""
         self._db.execute("DELETE FROM conversations WHERE id = ?", [conversation_id])
+        self._deleted()
 
     def trash(self, conversation_id: int) -> None:
         """Hide the conversation; ``restore`` undoes it, ``purge_trash`` makes it final."""
@@ -253,12 +267,15 @@ class ConversationStore:
     def purge_trash(self, dead_owners: Sequence[int] = ()) -> int:
         """At start-up: delete for good the trash of processes that are gone (their Undo
         went with them); a live process's trash is still in its Undo window."""
-        return recover(
+        purged = recover(
             self._db,
             "DELETE FROM conversations WHERE deleted_at IS NOT NULL",
             dead_owners,
             column="trashed_by",
         )
+        if purged:
+            self._deleted()
+        return purged
 
     # messages --------------------------------------------------------------------------------
     def add_message(
@@ -473,6 +490,8 @@ class ConversationStore:
                 if replacement is None:
                     replacement = self._last_child(msg.conversation_id, msg.parent_id)
                 self.point_at(msg.conversation_id, msg.parent_id, replacement)
+        if msg.role == "user":  # a question may have had attachments
+            self._deleted()
 
     def _active_child_of(self, conversation_id: int, parent_id: int | None) -> int | None:
         if parent_id is None:

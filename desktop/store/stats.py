@@ -21,6 +21,7 @@ from desktop.store.migrations_features import (
     STATS_COLUMNS_M010,
     STATS_COLUMNS_M012,
     STATS_COLUMNS_M013,
+    STATS_COLUMNS_M014,
 )
 from desktop.store.stats_export import rows_to_csv, rows_to_json
 from desktop.store.stats_query import (
@@ -94,6 +95,7 @@ STATS_COLUMNS = [
     *(name for name, _ in STATS_COLUMNS_M010),  # call_index, tool_calls, tool_ms
     *(name for name, _ in STATS_COLUMNS_M012),  # device, offloaded_layers, vram_bytes
     *(name for name, _ in STATS_COLUMNS_M013),  # source, api_client
+    *(name for name, _ in STATS_COLUMNS_M014),  # image_tokens, image_tokens_estimated, …
 ]
 EVERY_CALL = StatsFilter()
 EXPORT_COLUMNS = ["id", *STATS_COLUMNS]  # the keys of one export_rows() dict, in order

@@ -12,16 +12,22 @@ from collections.abc import Callable
 from pathlib import Path
 
 from desktop.chat import file_places
-from desktop.chat.export import ExportError, dumps, import_conversations, to_json, to_markdown
+from desktop.chat.export import ExportError, import_conversations, write_export
 from desktop.chat.services import Services
 from desktop.ui.kit.async_door import run_blocking, start
 
 
-def _export_text(services: Services, fmt: str, conversation_id: int) -> str:
-    store, stats = services.conversations, services.stats
-    if fmt == "md":
-        return to_markdown(store, stats, conversation_id)
-    return dumps(to_json(store, stats, conversation_id))
+def _write_export(services: Services, fmt: str, conversation_id: int, path: str) -> None:
+    """The file (a Markdown file's attachments in ``<name>_files/`` beside it; JSON carries
+    them inside)."""
+    write_export(
+        services.conversations,
+        services.stats,
+        conversation_id,
+        fmt,
+        Path(path),
+        services.attachments.store,
+    )
 
 
 def _read_json(path: str) -> object:
@@ -59,8 +65,10 @@ def export_conversation(
 
     async def write() -> None:
         try:
-            text = await run_blocking(_export_text, services, fmt, conv.id)
-            await run_blocking(Path(path).write_text, text, encoding="utf-8")
+            await run_blocking(_write_export, services, fmt, conv.id, path)
+        except ExportError as exc:
+            say(f"Could not export: {exc.user_message}")
+            return
         except OSError as exc:
             say(f"Could not write {path}: {exc.strerror or exc}")
             return
@@ -73,7 +81,9 @@ def export_conversation(
 def _import_file(services: Services, path: str) -> list[int]:
     """Read and store an import (on a worker thread: its own connection, one transaction)."""
     data = _read_json(path)
-    return import_conversations(data, services.conversations, services.stats, services.agents)
+    return import_conversations(
+        data, services.conversations, services.stats, services.agents, services.attachments.store
+    )
 
 
 def import_conversation(
