@@ -329,6 +329,30 @@ def test_load_file_reads_jsonl_prompts_and_says_which_line_is_wrong(
     assert view.prompts() == ["plain string", "from an object", "two\nlines"]  # kept
 
 
+def test_a_loaded_prompt_goes_with_its_files_while_its_text_is_as_loaded(
+    qtbot: Any, view: RunsView, services: Any, tmp_path: Path, quick: Any
+) -> None:
+    agent, server = quick
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "plan.md").write_text("The code word is PELICAN.\n")
+    prompts = tmp_path / "set.jsonl"
+    prompts.write_text(
+        '{"prompt": "What is the code word?", "attachments": ["notes/plan.md"]}\n"Plain."\n'
+    )
+    view.answers["open"] = str(prompts)  # type: ignore[attr-defined]
+    view.load_button.click()
+    _wait_idle(qtbot, view)
+    assert "Loaded 2 prompts (1 with attached files) from set.jsonl" in view.message.text()
+    _tick(view, agent.name)
+    view.start_button.click()
+    assert _wait_end(qtbot, view) == "complete"
+    sent = {json.dumps(r.json()["messages"]) for r in server.requests}
+    assert len(sent) == 2
+    with_file = [m for m in sent if "PELICAN" in m]
+    assert len(with_file) == 1 and "plan.md" in with_file[0]  # the document's block
+    assert "What is the code word?" in with_file[0]
+
+
 def test_start_needs_prompts_and_agents(qtbot: Any, view: RunsView, services: Any) -> None:
     assert not view.start_button.isEnabled()
     view.prompts_edit.setPlainText("hello")

@@ -10,6 +10,7 @@ model), until ``reveal``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -20,6 +21,7 @@ from desktop.chat.format import cost_text
 from desktop.chat.services import Services
 from desktop.chat.session import Turn
 from desktop.store.agents import Agent
+from desktop.store.attachments import Attachment
 from desktop.store.conversations import Message
 from desktop.ui.conversation.pane import ConversationPane
 from desktop.ui.kit.elided_label import ElidedLabel
@@ -227,10 +229,10 @@ class CompareColumn(QFrame):
         self.agent = agent
         self.pane.set_agent(agent)
 
-    def send(self, text: str) -> bool:
+    def send(self, text: str, attachments: Sequence[Attachment] = ()) -> bool:
         self.last_turn = None
         self.set_marks([])
-        return self.pane.presenter.send(text)
+        return self.pane.presenter.send(text, attachments)
 
     def stop(self) -> None:
         self.pane.presenter.stop()

@@ -137,6 +137,8 @@ class RunsView(QWidget):
         title = QLabel("Prompts")
         title.setObjectName("SectionLabel")
         self.prompts_edit = QPlainTextEdit()
+        # a loaded .jsonl's files, by prompt text: a prompt kept as loaded is sent with them
+        self._files_by_prompt: dict[str, tuple[str, ...]] = {}
         self.prompts_edit.setAccessibleName("Prompts")
         self.prompts_edit.setPlaceholderText(PROMPTS_HINT)
         self.prompts_edit.textChanged.connect(self._update_buttons)
@@ -221,18 +223,25 @@ class RunsView(QWidget):
         async def read() -> None:
             try:
                 text = await run_blocking(Path(path).read_text, encoding="utf-8")
-                found = prompt_runs.parse_prompts(text, Path(path).name)
+                items = prompt_runs.parse_prompt_set(text, str(path))
             except (OSError, UnicodeDecodeError) as exc:
                 self._say(f"Could not read {Path(path).name}: {exc}")
                 return
             except UserError as exc:
                 self._say(f"{Path(path).name}: {exc}")
                 return
-            if not found:
+            if not items:
                 self._say(f"No prompts in {Path(path).name}.")
                 return
-            self.prompts_edit.setPlainText(prompts_text(found))
-            self._say(f"Loaded {plural(len(found), 'prompt')} from {Path(path).name}")
+            self._files_by_prompt = {
+                item.text: tuple(str(p) for p in item.attachments)
+                for item in items
+                if item.attachments
+            }
+            self.prompts_edit.setPlainText(prompts_text([item.text for item in items]))
+            with_files = len(self._files_by_prompt)
+            also = f" ({with_files} with attached files)" if with_files else ""
+            self._say(f"Loaded {plural(len(items), 'prompt')}{also} from {Path(path).name}")
 
         self.task = start(read(), name="runs-load-file")
         return self.task
@@ -258,8 +267,14 @@ class RunsView(QWidget):
             self._say("Type at least one prompt and tick at least one agent.")
             return None
         repeat = self.repeat_box.value()
+        # a loaded prompt keeps its files while its text is as loaded
+        files = [list(self._files_by_prompt.get(p, ())) for p in prompts]
         run = self._services.compare.create_run(
-            prompts, [(a.id, a.name) for a in agents], repeat=repeat, title=run_title(prompts)
+            prompts,
+            [(a.id, a.name) for a in agents],
+            repeat=repeat,
+            title=run_title(prompts),
+            attachments=files if any(files) else None,
         )
         self._add_saved(run, select=True)
         return self._drive(run, agents)

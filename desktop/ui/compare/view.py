@@ -1,10 +1,10 @@
 """Compare: one prompt to 2-6 agents side by side, each column an ordinary conversation pane.
 
-One composer sends the same text to every column at once (remote agents stream in parallel;
-local ones wait their turn for the one llama.cpp worker, and their pane says "queued"). A
-follow-up goes to every column's own conversation. When every column finished, the fastest
-first token, fastest decode and cheapest are marked, and the vote bar asks which answer is
-better. Blind: columns are "A", "B", … in a shuffled order until the first vote of a prompt
+One composer sends the same text and files to every column at once (remote agents stream in
+parallel; local ones wait their turn for the one llama.cpp worker, and their pane says
+"queued"). A follow-up goes to every column's own conversation. When every column finished, the
+fastest first token, fastest decode and cheapest are marked, and the vote bar asks which answer
+is better. Blind: columns are "A", "B", … in a shuffled order until the first vote of a prompt
 reveals them. A comparison is stored (``services.compare``) when its first prompt is sent and
 reopens from "Saved comparisons" with its columns, transcripts and votes.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QDoubleValidator, QKeySequence, QShortcut
@@ -23,7 +23,6 @@ from PySide6.QtWidgets import (
     QFrame,
     QLabel,
     QLineEdit,
-    QPushButton,
     QScrollArea,
     QSpinBox,
     QSplitter,
@@ -32,13 +31,13 @@ from PySide6.QtWidgets import (
 
 from desktop.chat.services import Services
 from desktop.store.agents import Agent
+from desktop.store.attachments import Attachment
 from desktop.ui.compare.column import CompareColumn, fair_agent, winners
+from desktop.ui.compare.composer import CompareComposer, files_title
 from desktop.ui.compare.picker import MAX_AGENTS, MIN_AGENTS, AgentPicker
 from desktop.ui.compare.vote import VoteBar
 from desktop.ui.kit.widgets import (
-    ComposerEdit,
     FlowLayout,
-    FocusFrame,
     ask_text,
     hbox,
     push_button,
@@ -170,31 +169,18 @@ class CompareView(QWidget):
         return bar
 
     def _build_composer(self) -> QWidget:
-        area = QWidget()
-        column = vbox(area, (24, 8, 24, 12), 6)
-        frame = FocusFrame("Composer")
-        row = hbox(frame, (10, 8, 8, 8), 8)
-        self.composer = ComposerEdit()
-        self.composer.setAccessibleName("Message to every agent")
-        self.composer.setPlaceholderText("Message every agent…")
+        area = self.composer_area = CompareComposer(  # chips estimate for the first agent
+            self.services, self, lambda: next((c.agent for c in self.columns if c.agent), None)
+        )
+        self.composer, self.files, self.hint = area.composer, area.files, area.hint
+        self.send_button = area.send_button
         self.composer.submitted.connect(self._send_composer)
         self.composer.textChanged.connect(self._update_controls)
-        frame.watch(self.composer)
-        row.addWidget(self.composer, 1)
-        self.send_button = QPushButton("Send")
-        self.send_button.setObjectName("SendButton")
-        self.send_button.setAccessibleName("Send to every agent")
-        self.send_button.setMinimumWidth(76)
+        self.files.changed.connect(self._update_controls)
         self.send_button.clicked.connect(self._send_or_stop)
         stop = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
         stop.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
         stop.activated.connect(self.stop_all)
-        row.addWidget(self.send_button, 0, Qt.AlignmentFlag.AlignBottom)
-        column.addWidget(frame)
-        self.hint = QLabel("Enter sends to every column · Shift+Enter for a new line")
-        self.hint.setObjectName("ComposerHint")
-        self.hint.setWordWrap(True)
-        column.addWidget(self.hint)
         return area
 
     def _ask_text(self, title: str, label: str, text: str) -> str | None:
@@ -251,8 +237,8 @@ class CompareView(QWidget):
         self.session_pick.setEnabled(not busy and self.session_pick.count() > 1)
         self.save_set_button.setEnabled(bool(self._agents) and all(a.id for a in self._agents))
         self.new_button.setEnabled(not busy and started)
-        has_text = not self.composer.document().isEmpty()
-        sendable = any(c.agent is not None for c in self.columns)
+        has_text = not self.composer.document().isEmpty() or bool(self.files.row.attachments())
+        sendable = any(c.agent is not None for c in self.columns) and self.files.ready
         self.send_button.setText("Stop all" if busy else "Send")
         self.send_button.setAccessibleName("Stop all" if busy else "Send to every agent")
         self.send_button.setToolTip("Stop every column's reply (Esc)" if busy else "Send (Enter)")
@@ -357,13 +343,20 @@ class CompareView(QWidget):
             self._send_composer()
 
     def _send_composer(self) -> None:
-        if self.send(self.composer.toPlainText()):
-            self.composer.clear()
+        """Enter or Send: the text and files to every column, once the files passed the
+        checks for every column's agent (``ComposerFiles.submit``)."""
+        targets = [(c.agent, c.conversation_id) for c in self.columns if c.agent is not None]
+        if self.busy or not targets:
+            return
+        self.composer_area.submit(targets, self.send)
 
-    def send(self, text: str) -> bool:
-        """The same text to every column (a follow-up: to each column's own conversation).
-        False when nothing was sent (busy, no columns, empty text)."""
-        if self.busy or not text.strip() or not any(c.agent for c in self.columns):
+    def send(self, text: str, attachments: Sequence[Sequence[Attachment]] | None = None) -> bool:
+        """The same text to every column (a follow-up: to each column's own conversation),
+        with ``attachments``: each answering column's own, in column order. False when nothing
+        was sent (busy, no columns, nothing to send)."""
+        answering = [c for c in self.columns if c.agent is not None]
+        files = dict(zip((c.position for c in answering), attachments or (), strict=False))
+        if self.busy or not answering or not (text.strip() or any(files.values())):
             return False
         compare = self.services.compare
         if self.session_id is None:
@@ -375,7 +368,7 @@ class CompareView(QWidget):
                 [(c.agent_id, c.agent_name) for c in self.columns],
                 [c.conversation_id for c in self.columns],
                 blind=any(c.blind for c in self.columns),
-                title=" ".join(text.split())[:TITLE_CHARS],
+                title=" ".join(text.split())[:TITLE_CHARS] or files_title(files.values()),
                 fair_seed=seed,
                 fair_temperature=temperature,
             )
@@ -385,7 +378,7 @@ class CompareView(QWidget):
         self._pending.clear()
         for column in self.columns:
             had = column.conversation_id
-            if column.send(text):
+            if column.send(text, files.get(column.position, ())):
                 self._pending.add(column.position)
             if column.conversation_id is not None and column.conversation_id != had:
                 compare.set_column_conversation(

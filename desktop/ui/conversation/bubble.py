@@ -91,6 +91,7 @@ class MessageBubble(QFrame):
         self._busy = False
         self._shown_versions: Versions | None = None
         self._view: MarkdownView | None = None  # a reply's text, streaming or finished
+        self.attachments: QWidget | None = None  # a question's files, under its text
         self.before_grow: Callable[[int], None] | None = None  # see StreamText.before_grow
         self.setObjectName("Bubble")
         self.setProperty("role", message.role)
@@ -210,6 +211,14 @@ class MessageBubble(QFrame):
         part.set_busy(self._busy)
         self._layout.insertWidget(self._layout.indexOf(self.footer), part)
         return part
+
+    def show_attachments(self, strip: QWidget) -> None:
+        """A question's files under its text (``attach_view.AttachmentStrip``)."""
+        if self.attachments is not None:
+            self._layout.removeWidget(self.attachments)
+            self.attachments.deleteLater()
+        self.attachments = strip
+        self._layout.insertWidget(self._layout.indexOf(self.body_box) + 1, strip)
 
     def _built(self, name: str) -> Any:
         """The part of that name if it was asked for already, else None (nothing is built)."""

@@ -16,12 +16,10 @@ from typing import Any
 from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import (
-    QAbstractButton,
     QApplication,
     QFrame,
     QLabel,
     QMenu,
-    QMessageBox,
     QPushButton,
     QSizePolicy,
     QToolButton,
@@ -34,25 +32,27 @@ from desktop.chat.context_offer import ContextChoice, ContextOffer
 from desktop.chat.services import Services
 from desktop.chat.session import Turn
 from desktop.store.agents import Agent
+from desktop.store.attachments import Attachment
 from desktop.store.conversations import Message
+from desktop.ui.conversation.attach_send import ComposerFiles
+from desktop.ui.conversation.context_fit import (
+    COMPOSER_HINT,
+    FIT_CHECK_MS,
+    choose_context,
+    fit_warning,
+)
 from desktop.ui.conversation.presenter import ConversationPresenter, final_message
 from desktop.ui.conversation.tool_cards import person_is_typing, reveal
 from desktop.ui.conversation.transcript import Transcript
 from desktop.ui.kit.async_door import run_blocking, start
 from desktop.ui.kit.elided_label import ElidedLabel
+from desktop.ui.kit.file_composer import FileComposer
 from desktop.ui.kit.resources import agent_badge
-from desktop.ui.kit.widgets import ComposerEdit, FocusFrame, InfoBar, hbox, plain, vbox
+from desktop.ui.kit.widgets import FocusFrame, InfoBar, hbox, plain, vbox
 
 log = logging.getLogger("simi.ui.pane")
 
 HEADER_BADGE_PX = 36
-COMPOSER_HINT = "Enter to send · Shift+Enter for a new line"
-FIT_CHECK_MS = 250  # how long typing pauses before the composer checks the message fits
-CHARS_PER_TOKEN = 4  # English prose in the usual BPE vocabularies; the warning says "about"
-
-
-def estimated_tokens(chars: int) -> int:
-    return -(-chars // CHARS_PER_TOKEN)
 
 
 class ConversationPane(QWidget):
@@ -78,11 +78,13 @@ class ConversationPane(QWidget):
         self._confirm = confirm or (lambda _title, _text: True)
         self._shown_name: str | None = None  # set_shown_name: replies named this instead
         self._composer_shown = True  # set_composer_visible
+        self._note = ""  # words for the composer's hint until the next edit (say_in_composer)
 
         layout = vbox(self)
         self.header = self._build_header()
         layout.addWidget(self.header)
         self.transcript = Transcript()
+        self.transcript.files = services.attachments  # thumbnails, documents opened
         self.transcript.set_footer_mode(footer_mode)
         layout.addWidget(self.transcript, 1)
         self.composer_area = self._build_composer()
@@ -151,12 +153,18 @@ class ConversationPane(QWidget):
         self.edit_banner.hide()
         column.addWidget(self.edit_banner)
         self.composer_frame = FocusFrame("Composer")
-        row = hbox(self.composer_frame, (10, 8, 8, 8), 8)
-        self.composer = ComposerEdit()
+        inside = vbox(self.composer_frame, (10, 8, 8, 8), 6)
+        self.composer = FileComposer()
         self.composer.submitted.connect(self.send)
         self.composer.textChanged.connect(self._update_send_enabled)
         self.composer_frame.watch(self.composer)
+        self.files = ComposerFiles(self.services, self, self.composer, lambda: self.agent)
+        self.files.changed.connect(self._update_send_enabled)
+        inside.addWidget(self.files.row)
+        row = hbox(None, (0, 0, 0, 0), 8)
+        inside.addLayout(row)
         row.addWidget(self.composer, 1)
+        row.addWidget(self.files.button, 0, Qt.AlignmentFlag.AlignBottom)
         self.send_button = QPushButton("Send")
         self.send_button.setObjectName("SendButton")
         self.send_button.setCursor(Qt.CursorShape.PointingHandCursor)
@@ -174,6 +182,9 @@ class ConversationPane(QWidget):
         self._fit_timer.setInterval(FIT_CHECK_MS)
         self._fit_timer.timeout.connect(self.check_fit)
         self.composer.textChanged.connect(self._fit_timer.start)
+        self.files.changed.connect(self._fit_timer.start)
+        for change in (self.composer.textChanged, self.files.changed):
+            change.connect(self._forget_note)
         return area
 
     # state -----------------------------------------------------------------------------------
@@ -242,6 +253,7 @@ class ConversationPane(QWidget):
             self.transcript.set_agent_name(self._shown_name or agent.name)
             self.refresh_header()
             self._read_model_header(agent)
+            self.files.row.refresh_tokens()
         self._update_send_enabled()
         self.check_fit()
 
@@ -272,14 +284,16 @@ class ConversationPane(QWidget):
 
     # the transcript --------------------------------------------------------------------------
     def _fetch(self, messages: list[Message]) -> tuple[Any, ...]:
-        """Stats, versions, tool calls and model calls for the bubbles about to be built (the
-        window, not the path): one query each; a reply's stats are its last call's row."""
+        """Stats, versions, tool calls and model calls, the questions' attachments, for the
+        bubbles about to be built (the window, not the path): one query each; a reply's stats
+        are its last call's row."""
         ids = [m.id for m in messages if m.role != "user"]
         calls = self.services.stats.calls_for_messages(ids)
         steps = self.services.tools.steps.for_messages(ids)
         tools = {i: (s, calls.get(i, [])) for i, s in steps.items()}
         stats = {i: rows[-1] for i, rows in calls.items()}
-        return stats, self.services.conversations.versions_for(messages), tools
+        files = self.services.chat.attachments_of([m.id for m in messages if m.role == "user"])
+        return stats, self.services.conversations.versions_for(messages), tools, files
 
     def show_path(self, focus_id: int | None = None) -> None:
         """Show the conversation's active branch (optionally scrolled to ``focus_id``)."""
@@ -311,27 +325,20 @@ class ConversationPane(QWidget):
             self.transcript.seed_live(turn.assistant_message_id, turn.prefix)
         else:
             if turn.user_message is not None:
-                self.transcript.add_message(turn.user_message)
+                self.transcript.add_message(turn.user_message, attachments=turn.attachments)
             if turn.reply is not None:
                 self.transcript.add_message(self._shown(turn.reply))
         self.transcript.scroll_to_bottom()
 
     def check_fit(self) -> None:
-        """Under the composer: whether the typed message will fit the local agent's context
-        (an estimate from the text's length; the exact count needs the model's tokenizer)."""
+        """Under the composer: whether the typed message and its files will fit the local
+        agent's context (an estimate), else a note said, else the hint."""
         agent = self.agent
         text = self.composer.toPlainText()
-        words = COMPOSER_HINT
-        if agent is not None and agent.is_local and text:
-            history = sum(len(m.content) for m in self.transcript.path)
-            need = estimated_tokens(history + len(text) + len(agent.system_prompt))
-            n_ctx = agent.n_ctx or 2048
-            if need > n_ctx:
-                words = (
-                    f"This conversation and message are about {need:,} tokens; {agent.name} "
-                    f"holds {n_ctx:,}. It will not fit: shorten the message, start a new chat, "
-                    "or raise the agent's context."
-                )
+        files = self.files.row.tokens()
+        history = sum(len(m.content) for m in self.transcript.path)
+        warning = fit_warning(agent, history, text, files) if text or files else None
+        words = warning or self._note or COMPOSER_HINT
         warn = words is not COMPOSER_HINT
         self.hint.setText(words)
         if self.hint.property("warn") != warn:
@@ -384,29 +391,8 @@ class ConversationPane(QWidget):
             p.fit_context(message_id, raise_n_ctx=action == "fit_raise")
 
     def ask_context(self, offer: ContextOffer) -> ContextChoice | None:
-        """ "Raise context": the sizes on offer, what each costs, and the trained context; the
-        person picks one or cancels (tests replace this to answer without a dialog)."""
-        box = QMessageBox(self)
-        box.setTextFormat(Qt.TextFormat.PlainText)  # it names the model
-        box.setIcon(QMessageBox.Icon.Question)
-        box.setWindowTitle("Raise context")
-        box.setText(offer.question)
-        buttons: dict[QAbstractButton, ContextChoice] = {}
-        details = []
-        for choice in offer.choices:  # short buttons; what each costs in the text above them
-            label = f"Raise to {choice.n_ctx:,}"
-            if choice.drops_turns:
-                label += " (trained size)"
-            elif choice.beyond_training:
-                label += " (past training)"
-            note = "oldest turns left out; " if choice.drops_turns else ""
-            details.append(f"{choice.n_ctx:,} tokens: {note}{choice.memory or 'memory unknown'}")
-            buttons[box.addButton(label, QMessageBox.ButtonRole.AcceptRole)] = choice
-        box.setInformativeText("\n".join(details))
-        cancel = box.addButton(QMessageBox.StandardButton.Cancel)
-        box.setDefaultButton(cancel)
-        box.exec()
-        return buttons.get(box.clickedButton())
+        """ "Raise context": the person picks a size or cancels (tests replace this)."""
+        return choose_context(self, offer)
 
     def regenerate_with(self, message_id: int, at: QPoint | None = None) -> QMenu:
         """ "Regenerate with…": a menu of agents; the chosen one writes a new version."""
@@ -425,12 +411,24 @@ class ConversationPane(QWidget):
         return menu
 
     # composer --------------------------------------------------------------------------------
+    def say_in_composer(self, words: str) -> None:
+        """Words under the composer (an agent that cannot see images, files left out) until
+        the text or the files change."""
+        self._note = words
+        self.check_fit()
+
+    def _forget_note(self) -> None:
+        if self._note:
+            self._note = ""
+            self._fit_timer.start()
+
     def _update_send_enabled(self) -> None:
         if self.busy:
             self.send_button.setEnabled(True)
             return
-        has_text = not self.composer.document().isEmpty()
-        self.send_button.setEnabled(has_text and self.agent is not None)
+        content = not self.composer.document().isEmpty() or bool(self.files.row.attachments())
+        self.send_button.setEnabled(content and self.agent is not None and self.files.ready)
+        self.send_button.setToolTip("Send (Enter)" if self.files.ready else "Reading the files…")
 
     def _send_or_stop(self) -> None:
         if self.busy:
@@ -439,13 +437,33 @@ class ConversationPane(QWidget):
             self.send()
 
     def send(self) -> None:
-        """Send the composer's text to this conversation's agent (Enter, or Send)."""
+        """Send the composer's text and files to this conversation's agent (Enter, or Send);
+        with files, once the checks passed (``ComposerFiles.submit``)."""
+        agent = self.agent
+        if agent is None or self.busy:
+            return
+        text = self.composer.toPlainText()
+        self.files.submit(
+            [(agent, self.conversation_id)],
+            text,
+            lambda chosen: self._deliver(text, chosen[0]),
+            self.say_in_composer,
+        )
+
+    def _deliver(self, text: str, attachments: list[Attachment]) -> bool:
         editing = self.presenter.editing is not None
-        if self.presenter.send(self.composer.toPlainText()):
-            self.composer.clear()
-            if editing:
-                self.edit_banner.hide()
-                self.composer_area.setVisible(self._composer_shown)
+        row = self.files.row
+        passed = row.edited() if editing and attachments == row.attachments() else attachments
+        if passed is None and not text.strip():  # kept files and no words: say them again
+            passed = attachments
+        if not self.presenter.send(text, passed):
+            return False
+        self.composer.clear()
+        self.composer.setFocus()  # Send clicked: the next message is typed here again
+        if editing:
+            self.edit_banner.hide()
+            self.composer_area.setVisible(self._composer_shown)
+        return True
 
     def stop(self) -> None:
         """Esc: stop this conversation's reply, or leave editing."""
@@ -461,6 +479,9 @@ class ConversationPane(QWidget):
         if text is None:
             return
         self.composer.setPlainText(text)
+        self.files.row.clear(release=True)  # the draft's files go, as its text did
+        own = self.services.chat.attachments_of([message_id]).get(message_id, [])
+        self.files.row.add_ready(own, kept=True)
         self.edit_banner.show()
         self.composer_area.show()
         self.composer.setFocus()
@@ -470,6 +491,7 @@ class ConversationPane(QWidget):
 
     def cancel_edit(self) -> None:
         self.presenter.cancel_edit()
+        self.files.row.clear(release=True)
         self.edit_banner.hide()
         self.composer_area.setVisible(self._composer_shown)
 

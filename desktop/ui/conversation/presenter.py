@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -24,6 +24,7 @@ from desktop.chat.tool_loop import ApprovalRequest, CallStarted, StepChanged
 from desktop.errors import UserError
 from desktop.llm.events import ReasoningDelta, StreamEvent, TextDelta
 from desktop.store.agents import Agent
+from desktop.store.attachments import Attachment
 from desktop.store.conversations import Message
 from desktop.ui.conversation.tool_presenter import Approvals, step_status
 from desktop.ui.kit.async_door import run_blocking, start
@@ -165,11 +166,13 @@ class ConversationPresenter(QObject):
         return agent or self._agent
 
     # turns -----------------------------------------------------------------------------------
-    def send(self, text: str) -> bool:
-        """Send ``text`` to this conversation's agent (an edited question makes a branch).
-        False when nothing was sent (busy, no agent, empty text, or the store failed)."""
+    def send(self, text: str, attachments: Sequence[Attachment] | None = None) -> bool:
+        """Send ``text`` with ``attachments`` (stored already) to this conversation's agent.
+        An edited question makes a branch, and keeps its attachments when ``attachments`` is
+        None. False when nothing was sent (busy, no agent, nothing to send, or the store
+        failed)."""
         agent = self._agent
-        if self.busy or agent is None or not text.strip():
+        if self.busy or agent is None or not (text.strip() or attachments):
             return False
         editing = self.editing
         try:
@@ -179,9 +182,9 @@ class ConversationPresenter(QObject):
                 self.conversation_changed.emit(conv.id)
             chat = self.services.chat
             if editing is not None:
-                turn = chat.begin_edit(self._conversation_id, agent, editing, text)
+                turn = chat.begin_edit(self._conversation_id, agent, editing, text, attachments)
             else:
-                turn = chat.begin(self._conversation_id, agent, text)
+                turn = chat.begin(self._conversation_id, agent, text, attachments or ())
         except Exception:
             log.exception("could not start a turn")
             self._set_status("Could not store the message; see the log for details.")

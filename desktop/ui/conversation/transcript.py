@@ -16,7 +16,10 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QLabel, QLayout, QVBoxLayout, QWidget
 
+from desktop.store.attachments import Attachment
 from desktop.store.conversations import Message, Versions
+from desktop.ui.conversation.attach_parts import AttachmentFiles
+from desktop.ui.conversation.attach_view import AttachmentStrip
 from desktop.ui.conversation.blit_scroll import BlitContent, BlitScrollArea
 from desktop.ui.conversation.bubble import BUBBLE_MAX_WIDTH, MessageBubble, MessageRow
 from desktop.ui.conversation.paging import BATCH, PAGE, PREFETCH_BUDGET_S, Edge, Paging
@@ -26,7 +29,8 @@ STICK_MARGIN_PX = 32  # the view follows new text while it is this close to the 
 FOOTER_MODES = ("always", "hover", "never")
 
 # Stats and versions of the messages about to be built; optionally a third item, the replies'
-# tool calls and model calls: {message id: (ToolSteps, stats rows)} (an agentic reply's).
+# tool calls and model calls: {message id: (ToolSteps, stats rows)} (an agentic reply's), and
+# a fourth, the questions' attachments: {message id: [Attachment, …]}.
 Fetch = Callable[[list[Message]], tuple[Any, ...]]
 
 
@@ -99,6 +103,8 @@ class Transcript(BlitScrollArea):
         # replies that used tools: steps by id, model calls; approvals waiting (asked again)
         self._tools: dict[int, tuple[dict[int, Any], list[dict[str, Any]]]] = {}
         self._asks: dict[int, dict[int, Any]] = {}
+        self._attached: dict[int, list[Attachment]] = {}  # the questions' files, by message id
+        self.files: AttachmentFiles | None = None  # where their thumbnails and copies come from
         self._held = False  # an approval card was revealed: no following until scroll_to_bottom
         self._footer_mode = "always"
         self._busy = False
@@ -213,6 +219,8 @@ class Transcript(BlitScrollArea):
         bubble.action_requested.connect(self.action_requested, queued)
         bubble.version_step.connect(self.version_step, queued)
         bubble.tool_decided.connect(self.tool_decided)
+        if attached := self._attached.get(message.id):
+            bubble.show_attachments(AttachmentStrip(attached, self.files))
         self._dress(bubble)
         if self._busy:
             bubble.set_busy(True)
@@ -233,6 +241,7 @@ class Transcript(BlitScrollArea):
         stats, versions, *more = self._fetch(messages)
         for message_id, (steps, calls) in (more[0] if more else {}).items():
             self._tools[message_id] = ({s.id: s for s in steps}, list(calls))
+        self._attached.update(more[1] if len(more) > 1 else {})
         return self._paging.build(
             messages,
             lambda m: self._make_row(m, stats.get(m.id), versions.get(m.id)),
@@ -360,6 +369,7 @@ class Transcript(BlitScrollArea):
         self._live.clear()
         self._tools.clear()
         self._asks.clear()
+        self._attached.clear()
         self._update_chrome()
         self._stick = True
 
@@ -381,8 +391,12 @@ class Transcript(BlitScrollArea):
         message: Message,
         stats: dict[str, Any] | None = None,
         versions: Versions | None = None,
+        attachments: list[Attachment] | None = None,
     ) -> MessageBubble | None:
-        """Append to the path; the bubble is built when the window is at the end."""
+        """Append to the path (a question with its ``attachments``, as the turn holds them);
+        the bubble is built when the window is at the end."""
+        if attachments:
+            self._attached[message.id] = list(attachments)
         bubble = None
         if self._paging.append(message):
             self._insert_rows(len(self._rows), [self._make_row(message, stats, versions)])

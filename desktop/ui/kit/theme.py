@@ -145,6 +145,12 @@ def _icon_url(name: str) -> str:
     return 'url("' + resource_path("icons", name).as_posix() + '")'
 
 
+def _rgba(colour: str, alpha: float) -> str:
+    """ "#4f63e0" at ``alpha`` as the stylesheet writes it."""
+    value = QColor(colour)
+    return f"rgba({value.red()}, {value.green()}, {value.blue()}, {round(alpha * 255)})"
+
+
 def stylesheet(c: Colors, text_scale: float = 1.0) -> str:
     """The application stylesheet for ``c``, font sizes times ``text_scale``."""
     return scale_font_sizes(_stylesheet(c), text_scale)
@@ -232,6 +238,28 @@ QFrame#Composer {{ background: {c.raised}; border: 1px solid {c.border}; border-
 QFrame#Composer[focused="true"] {{ border-color: {c.accent}; }}
 #ComposerHint {{ color: {c.muted}; font-size: 11px; }}
 #ComposerHint[warn="true"] {{ color: {c.error_text}; }}
+QScrollArea#AttachScroll, #AttachBody {{ background: transparent; }}
+QFrame#AttachChip {{ background: {c.surface}; border: 1px solid {c.border}; border-radius: 8px; }}
+QFrame#AttachChip[state="error"] {{ background: {c.error_bg}; border-color: {c.error_text}; }}
+#AttachName {{ color: {c.text}; font-size: 12px; font-weight: 600; background: transparent; }}
+#AttachDetail {{ color: {c.muted}; font-size: 11px; background: transparent; }}
+#AttachError {{ color: {c.error_text}; font-size: 11px; background: transparent; }}
+#AttachThumb {{ background: transparent; }}
+QProgressBar#AttachProgress {{ border: none; border-radius: 2px; background: {c.border}; }}
+QProgressBar#AttachProgress::chunk {{ border-radius: 2px; background: {c.accent}; }}
+QToolButton#AttachRemove {{ color: {c.muted}; border: 1px solid transparent; border-radius: 4px;
+              padding: 0 4px; font-size: 14px; background: transparent; }}
+QToolButton#AttachRemove:hover, QToolButton#AttachButton:hover {{ background: {c.selection};
+              color: {c.text}; }}
+QToolButton#AttachButton {{ border: 1px solid transparent; border-radius: 8px; padding: 5px;
+              background: transparent; }}
+#DropHint {{ background: {_rgba(c.surface, 0.9)}; border: 2px dashed {c.accent};
+              border-radius: 14px; color: {c.accent}; font-size: 16px; font-weight: 600; }}
+QToolButton#AttachImage, QToolButton#AttachDocument {{ background: {c.surface};
+              border: 1px solid {c.border}; border-radius: 8px; color: {c.text}; }}
+QToolButton#AttachImage {{ padding: 2px; }}
+QToolButton#AttachDocument {{ padding: 4px 10px 4px 6px; font-size: 12px; }}
+QToolButton#AttachImage:hover, QToolButton#AttachDocument:hover {{ border-color: {c.accent}; }}
 
 QFrame#InfoBar {{ background: {c.warn_bg}; border-bottom: 1px solid {c.warn_border}; }}
 #InfoText {{ color: {c.warn_text}; background: transparent; }}
@@ -342,7 +370,9 @@ QToolButton:focus, QToolButton#SidebarTool:focus, QToolButton#SwitchAgentButton:
 QToolButton#InfoClose:focus, QToolButton#InfoAction:focus, QToolButton#BubbleAction:focus,
 QToolButton#VersionButton:focus, QToolButton#ThinkingToggle:focus,
 QToolButton#CodeCopy:focus, QToolButton#PageButton:focus,
-QToolButton#ToolToggle:focus {{ border: 1px solid {c.accent}; }}
+QToolButton#ToolToggle:focus, QToolButton#AttachButton:focus, QToolButton#AttachRemove:focus,
+QToolButton#AttachImage:focus, QToolButton#AttachDocument:focus {{
+              border: 1px solid {c.accent}; }}
 """
 
 

@@ -2,8 +2,9 @@
 
 Every open conversation keeps its pane (and so its stream, its draft and its scroll position)
 while another is shown. Idle panes beyond ``MAX_IDLE_PANES`` are closed, oldest use first;
-their unsent drafts are kept and put back when the conversation opens again. At most one pane
-is a new chat not stored yet; its first message makes it that conversation's pane.
+their unsent drafts (text and files) are kept and put back when the conversation opens again.
+At most one pane is a new chat not stored yet; its first message makes it that conversation's
+pane.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QStackedWidget, QWidget
 
 from desktop.store.agents import Agent
+from desktop.store.attachments import Attachment
 from desktop.ui.conversation.pane import ConversationPane
 
 # Idle panes kept alive besides the shown one and those streaming.
@@ -42,6 +44,7 @@ class PaneStack(QStackedWidget):
         self._panes: dict[int, ConversationPane] = {}  # by conversation id, oldest use first
         self._new: ConversationPane | None = None
         self._drafts: dict[int, str] = {}  # unsent text of conversations whose pane closed
+        self._draft_files: dict[int, list[Attachment]] = {}  # and their files, ready to send
 
     # what is here ----------------------------------------------------------------------------
     @property
@@ -85,6 +88,8 @@ class PaneStack(QStackedWidget):
             self._panes[conversation_id] = pane
             if conversation_id in self._drafts:
                 pane.composer.setPlainText(self._drafts.pop(conversation_id))
+            if conversation_id in self._draft_files:
+                pane.files.row.add_ready(self._draft_files.pop(conversation_id))
         return pane
 
     def show_pane(self, pane: ConversationPane) -> None:
@@ -134,6 +139,8 @@ class PaneStack(QStackedWidget):
             draft = pane.composer.toPlainText()
             if draft.strip():
                 self._drafts[conv_id] = draft
+            if files := pane.files.row.attachments():
+                self._draft_files[conv_id] = files
         if pane is self._new:
             self._new = None
         self.removeWidget(pane)
@@ -142,6 +149,7 @@ class PaneStack(QStackedWidget):
     def forget(self, conversation_id: int) -> ConversationPane | None:
         """The conversation was deleted: drop its draft; returns its pane, if open."""
         self._drafts.pop(conversation_id, None)
+        self._draft_files.pop(conversation_id, None)  # unsent: the next start collects them
         return self._panes.get(conversation_id)
 
     # what panes say --------------------------------------------------------------------------
