@@ -28,7 +28,6 @@ from desktop.llm.events import (
     PrefillProgress,
     StreamEvent,
     TextDelta,
-    Timing,
     Usage,
 )
 from desktop.llm.provider import ChatMessage, ChatRequest
@@ -41,6 +40,8 @@ from desktop.local.loading import (
     Loader,
     LoadParams,
     load_model,
+    perf_timing,
+    read_perf,
 )
 from desktop.local.prompt_cache import SAVE_MIN_TOKENS
 from desktop.local.reuse import PromptReuse
@@ -422,9 +423,7 @@ class LocalEngine:
         if reply is not None and finish == "stop":
             yield from reply.close()
             finish = "tool_calls" if reply.calls else finish
-        perf = None
-        with contextlib.suppress(Exception):
-            perf = llama_cpp.llama_perf_context(ctx)
+        perf = read_perf(llm)
         yield Usage(
             prompt_tokens=len(tokens),
             cached_tokens=cached,
@@ -432,16 +431,7 @@ class LocalEngine:
             source="reported",
             cache_source=plan.source if cached else None,  # type: ignore[arg-type]
         )
-        yield Timing(
-            prefill_ms=float(perf.t_p_eval_ms) if perf is not None else None,
-            decode_ms=float(perf.t_eval_ms) if perf is not None else None,
-            prompt_eval_tokens=int(perf.n_p_eval) if perf is not None else None,
-            # the evaluations t_eval_ms covers: the decode speed is n_eval / t_eval
-            decode_tokens=int(perf.n_eval) if perf is not None else None,
-            load_ms=load_ms,
-            reported_by="llama.cpp" if perf is not None else None,
-            cache_restore_ms=plan.restore_ms,
-        )
+        yield perf_timing(perf, load_ms, cache_restore_ms=plan.restore_ms)
         self._remember = finish in ("stop", "length", "tool_calls")
         yield Finished(finish)  # type: ignore[arg-type]
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from desktop.llm.errors import LocalModelError
-from desktop.llm.events import RunInfo
+from desktop.llm.events import RunInfo, Timing
 from desktop.local.gpu import backend_name
 from desktop.local.placement import LoadLog, LoadReport, Placement, WhereItRuns, where_it_runs
 
@@ -175,6 +175,30 @@ def check_gguf_file(path: Path) -> None:
     from desktop.local.catalog import read_model_info
 
     read_model_info(path)
+
+
+def read_perf(llm: Any) -> Any | None:
+    """llama.cpp's perf counters of ``llm``'s context now (None when this build has none)."""
+    import llama_cpp
+
+    with contextlib.suppress(Exception):
+        return llama_cpp.llama_perf_context(llm._ctx.ctx)
+    return None
+
+
+def perf_timing(perf: Any | None, load_ms: float | None, **more: Any) -> Timing:
+    """A call's ``Timing`` from the perf counters ``read_perf`` gave (None: not known), with
+    ``load_ms`` and ``more`` (a cache restore, the images' encoding)."""
+    return Timing(
+        prefill_ms=float(perf.t_p_eval_ms) if perf is not None else None,
+        decode_ms=float(perf.t_eval_ms) if perf is not None else None,
+        prompt_eval_tokens=int(perf.n_p_eval) if perf is not None else None,
+        # the evaluations t_eval_ms covers: the decode speed is n_eval / t_eval
+        decode_tokens=int(perf.n_eval) if perf is not None else None,
+        load_ms=load_ms,
+        reported_by="llama.cpp" if perf is not None else None,
+        **more,
+    )
 
 
 class LoadedModel:

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from desktop.llm.errors import ContextTooLong, LocalModelError
-from desktop.llm.events import Finished, StreamEvent, TextDelta, Timing, Usage
+from desktop.llm.events import Finished, StreamEvent, TextDelta, Usage
 from desktop.llm.provider import ChatMessage, ChatRequest, ImagePart
 from desktop.local.loading import (
     LLAMA_LOG_TAIL,
@@ -46,6 +46,8 @@ from desktop.local.loading import (
     LoadParams,
     capture_llama_logs,
     llama_complaint,
+    perf_timing,
+    read_perf,
 )
 from desktop.local.vision import (
     CannotSeeImages,
@@ -351,9 +353,7 @@ def generate(
     finish = reason if reason in ("stop", "length") else None
     if finish is None:
         finish = "cancelled" if cancel.is_set() else "length"
-    perf = None
-    with contextlib.suppress(Exception):
-        perf = llama_cpp.llama_perf_context(ctx)
+    perf = read_perf(llm)
     reply = "".join(texts)
     output = len(llm.tokenize(reply.encode("utf-8"), add_bos=False, special=False)) if reply else 0
     yield Usage(
@@ -363,14 +363,8 @@ def generate(
         source="reported",
         image_tokens=meter.image_tokens or None,
     )
-    yield Timing(
-        prefill_ms=float(perf.t_p_eval_ms) if perf is not None else None,
-        decode_ms=float(perf.t_eval_ms) if perf is not None else None,
-        prompt_eval_tokens=int(perf.n_p_eval) if perf is not None else None,
-        decode_tokens=int(perf.n_eval) if perf is not None else None,
-        load_ms=load_ms,
-        reported_by="llama.cpp" if perf is not None else None,
-        image_encode_ms=round(meter.encode_ms, 2) if meter.images else None,
+    yield perf_timing(
+        perf, load_ms, image_encode_ms=round(meter.encode_ms, 2) if meter.images else None
     )
     yield Finished(finish)  # type: ignore[arg-type]
 

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QPushButton, QWidget
+from PySide6.QtWidgets import QWidget
 
 from desktop.chat.services import Services
 from desktop.store.agents import Agent
 from desktop.store.attachments import Attachment
-from desktop.ui.conversation.attach_send import ComposerFiles
-from desktop.ui.kit.file_composer import FileComposer
-from desktop.ui.kit.widgets import FocusFrame, hbox, plain_label, vbox
+from desktop.ui.conversation.attach_send import composer_box
+from desktop.ui.kit.widgets import plain_label, vbox
 
 HINT = "Enter sends to every column · Shift+Enter for a new line"
 
@@ -32,25 +30,13 @@ class CompareComposer(QWidget):
     ) -> None:
         super().__init__()
         column = vbox(self, (24, 8, 24, 12), 6)
-        frame = FocusFrame("Composer")
-        inside = vbox(frame, (10, 8, 8, 8), 6)
-        self.composer = FileComposer()
+        # drops anywhere on the page; the chips estimate for the first column's agent
+        box = composer_box(services, page, agent)
+        self.composer, self.files, self.send_button = box.composer, box.files, box.send_button
         self.composer.setAccessibleName("Message to every agent")
         self.composer.setPlaceholderText("Message every agent…")
-        frame.watch(self.composer)
-        # drops anywhere on the page; the chips estimate for the first column's agent
-        self.files = ComposerFiles(services, page, self.composer, agent)
-        inside.addWidget(self.files.row)
-        row = hbox(None, (0, 0, 0, 0), 8)
-        inside.addLayout(row)
-        row.addWidget(self.composer, 1)
-        row.addWidget(self.files.button, 0, Qt.AlignmentFlag.AlignBottom)
-        self.send_button = QPushButton("Send")
-        self.send_button.setObjectName("SendButton")
         self.send_button.setAccessibleName("Send to every agent")
-        self.send_button.setMinimumWidth(76)
-        row.addWidget(self.send_button, 0, Qt.AlignmentFlag.AlignBottom)
-        column.addWidget(frame)
+        column.addWidget(box.frame)
         self.hint = plain_label(HINT, "ComposerHint", wrap=True)
         column.addWidget(self.hint)
         self.composer.textChanged.connect(lambda: self.say(""))

@@ -18,7 +18,14 @@ from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QDropEvent
-from PySide6.QtWidgets import QAbstractButton, QFileDialog, QLabel, QMessageBox, QWidget
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QFileDialog,
+    QLabel,
+    QMessageBox,
+    QPushButton,
+    QWidget,
+)
 
 from desktop.chat import file_places
 from desktop.chat.attachments import ContextCheck
@@ -29,7 +36,7 @@ from desktop.store.attachments import Attachment
 from desktop.ui.conversation.attach_row import AttachRow
 from desktop.ui.kit.async_door import run_blocking, start
 from desktop.ui.kit.file_composer import AttachButton, FileComposer, local_files
-from desktop.ui.kit.widgets import message_box
+from desktop.ui.kit.widgets import FocusFrame, hbox, message_box, vbox
 
 FIRST_PART = "Send the first part"
 WAIT_WORDS = "Wait until every file is read (or remove it), then send."
@@ -278,3 +285,37 @@ def too_long(agents: Sequence[Agent], checks: Sequence[ContextCheck], *, cut: bo
             "a new chat, or raise the agent's context."
         )
     return "\n".join(lines)
+
+
+@dataclass
+class ComposerBox:
+    """A composer as the pane and Compare build it: a framed box holding the files' chips
+    over the text box, the paperclip and Send."""
+
+    frame: FocusFrame
+    composer: FileComposer
+    files: ComposerFiles
+    send_button: QPushButton
+
+
+def composer_box(
+    services: Services, drop_target: QWidget, agent: Callable[[], Agent | None]
+) -> ComposerBox:
+    """The framed composer: chips above, then the text box, the paperclip and Send in a row.
+    Files dropped anywhere on ``drop_target`` are attached; chips estimate for ``agent()``."""
+    frame = FocusFrame("Composer")
+    inside = vbox(frame, (10, 8, 8, 8), 6)
+    composer = FileComposer()
+    frame.watch(composer)
+    files = ComposerFiles(services, drop_target, composer, agent)
+    inside.addWidget(files.row)
+    row = hbox(None, (0, 0, 0, 0), 8)
+    inside.addLayout(row)
+    row.addWidget(composer, 1)
+    row.addWidget(files.button, 0, Qt.AlignmentFlag.AlignBottom)
+    send_button = QPushButton("Send")
+    send_button.setObjectName("SendButton")
+    send_button.setCursor(Qt.CursorShape.PointingHandCursor)
+    send_button.setMinimumWidth(76)
+    row.addWidget(send_button, 0, Qt.AlignmentFlag.AlignBottom)
+    return ComposerBox(frame, composer, files, send_button)

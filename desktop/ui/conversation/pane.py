@@ -20,7 +20,6 @@ from PySide6.QtWidgets import (
     QFrame,
     QLabel,
     QMenu,
-    QPushButton,
     QSizePolicy,
     QToolButton,
     QVBoxLayout,
@@ -34,7 +33,7 @@ from desktop.chat.session import Turn
 from desktop.store.agents import Agent
 from desktop.store.attachments import Attachment
 from desktop.store.conversations import Message
-from desktop.ui.conversation.attach_send import ComposerFiles
+from desktop.ui.conversation.attach_send import composer_box
 from desktop.ui.conversation.context_fit import (
     COMPOSER_HINT,
     FIT_CHECK_MS,
@@ -46,9 +45,8 @@ from desktop.ui.conversation.tool_cards import person_is_typing, reveal
 from desktop.ui.conversation.transcript import Transcript
 from desktop.ui.kit.async_door import run_blocking, start
 from desktop.ui.kit.elided_label import ElidedLabel
-from desktop.ui.kit.file_composer import FileComposer
 from desktop.ui.kit.resources import agent_badge
-from desktop.ui.kit.widgets import FocusFrame, InfoBar, hbox, plain, vbox
+from desktop.ui.kit.widgets import InfoBar, hbox, plain, vbox
 
 log = logging.getLogger("simi.ui.pane")
 
@@ -152,25 +150,13 @@ class ConversationPane(QWidget):
         self.edit_banner.dismissed.connect(self.cancel_edit)
         self.edit_banner.hide()
         column.addWidget(self.edit_banner)
-        self.composer_frame = FocusFrame("Composer")
-        inside = vbox(self.composer_frame, (10, 8, 8, 8), 6)
-        self.composer = FileComposer()
+        box = composer_box(self.services, self, lambda: self.agent)
+        self.composer_frame, self.composer = box.frame, box.composer
+        self.files, self.send_button = box.files, box.send_button
         self.composer.submitted.connect(self.send)
         self.composer.textChanged.connect(self._update_send_enabled)
-        self.composer_frame.watch(self.composer)
-        self.files = ComposerFiles(self.services, self, self.composer, lambda: self.agent)
         self.files.changed.connect(self._update_send_enabled)
-        inside.addWidget(self.files.row)
-        row = hbox(None, (0, 0, 0, 0), 8)
-        inside.addLayout(row)
-        row.addWidget(self.composer, 1)
-        row.addWidget(self.files.button, 0, Qt.AlignmentFlag.AlignBottom)
-        self.send_button = QPushButton("Send")
-        self.send_button.setObjectName("SendButton")
-        self.send_button.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.send_button.setMinimumWidth(76)
         self.send_button.clicked.connect(self._send_or_stop)
-        row.addWidget(self.send_button, 0, Qt.AlignmentFlag.AlignBottom)
         column.addWidget(self.composer_frame)
         self.hint = plain(QLabel(COMPOSER_HINT))
         self.hint.setObjectName("ComposerHint")
