@@ -30,7 +30,7 @@ import math
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 from PIL import Image, ImageCms, ImageOps
 
@@ -164,13 +164,15 @@ def oriented_size(path: Path) -> tuple[int, int]:
         return 0, 0
 
 
-def prepare_image(path: Path, profile: ImageProfile, *, name: str | None = None) -> ImagePart:
+def prepare_image(
+    path: Path | BinaryIO, profile: ImageProfile, *, name: str | None = None
+) -> ImagePart:
     """The image at ``path`` ready for ``profile``'s provider: upright (EXIF orientation
     applied), in sRGB, without metadata (EXIF, GPS, ICC, text chunks: nothing is copied),
     scaled down with Lanczos to the profile's limits (never up), PNG when it has
     transparency or few colours, else JPEG at quality 85, and at most ``max_bytes``.
     An animated GIF or WebP sends its first frame."""
-    shown = name or path.name
+    shown = name or getattr(path, "name", "") or "image"
     try:
         with Image.open(path) as src:
             _check_pixels(shown, src.size)
@@ -196,6 +198,12 @@ def prepare_image(path: Path, profile: ImageProfile, *, name: str | None = None)
     data, im = _encode_within(im, png, profile.max_bytes, shown)
     mime = "image/png" if png else "image/jpeg"
     return ImagePart(mime, data, name=shown, width=im.width, height=im.height)
+
+
+def prepare_image_bytes(data: bytes, profile: ImageProfile, *, name: str) -> ImagePart:
+    """``prepare_image`` for an image that arrived as bytes (an API client's data URL): the
+    same checks, orientation, stripping and sizing as an attached file's."""
+    return prepare_image(io.BytesIO(data), profile, name=name)
 
 
 # internals -------------------------------------------------------------------------------------

@@ -186,6 +186,9 @@ async def _with_attachments(
         from desktop.attach.errors import AttachError
 
         raise AttachError(problem)
+    if any(i.width == 0 for m in request.messages for i in m.images):
+        # as a client sent them: checked, upright, stripped and sized like attached ones
+        request = await asyncio.to_thread(_sized_images, request, agent.kind)
     if not attachments:
         return request
     store = deps.attachments
@@ -207,3 +210,26 @@ def _consume_cancel() -> None:
     task = asyncio.current_task()
     if task is not None:
         task.uncancel()
+
+
+def _sized_images(request: ChatRequest, agent_kind: str) -> ChatRequest:
+    """``request`` with every image not prepared yet (an API client's) made ready for the
+    agent's provider (``AttachError`` for one that cannot be read). Blocking: Pillow."""
+    from desktop.attach.images import prepare_image_bytes, profile_for
+
+    profile = profile_for(agent_kind)
+    messages = tuple(
+        replace(
+            m,
+            images=tuple(
+                prepare_image_bytes(i.data, profile, name=i.name or f"image {n}")
+                if i.width == 0
+                else i
+                for n, i in enumerate(m.images, 1)
+            ),
+        )
+        if m.images
+        else m
+        for m in request.messages
+    )
+    return replace(request, messages=messages)

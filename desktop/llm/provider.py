@@ -15,7 +15,8 @@ Role = Literal["system", "user", "assistant", "tool"]
 class ImagePart:
     """An image in a message, ready for the wire: already oriented, stripped of metadata and
     sized for the agent's provider (``desktop/attach/images.py``). ``data``: the encoded
-    file (PNG, JPEG, WebP or GIF, as ``mime`` says)."""
+    file (PNG, JPEG, WebP or GIF, as ``mime`` says). ``width`` 0: not prepared yet (as an API
+    client sent it); ``chat/one_shot.py`` prepares it before the call."""
 
     mime: str
     data: bytes = field(repr=False)

@@ -194,3 +194,31 @@ def test_an_image_for_a_local_agent_that_cannot_see_is_a_400_before_any_model_ru
     error = assert_openai_error(response, 400, "images_not_supported")
     assert "cannot read images" in error["message"]
     assert all(worker.pid is None for worker in services.local.workers)  # none started
+
+
+def test_a_clients_photo_reaches_the_upstream_upright_stripped_and_sized(
+    services, tmp_path
+) -> None:
+    """A client's phone photo (stored sideways, EXIF orientation, GPS) is made ready as an
+    attached one is: the upstream (a ``FaultServer`` standing in for an OpenAI-compatible
+    vision server) gets it upright, without metadata, within the provider's limits."""
+    from tests.attach.samples import photo_with_exif
+
+    photo = photo_with_exif(tmp_path / "IMG_1.jpg", (3000, 2000), orientation=6)
+    url = _url(photo.read_bytes(), "image/jpeg")
+    body = {"model": "remote", "messages": [{"role": "user", "content": [_image_part(url)]}]}
+    with FaultServer(lambda _request: Reply(body=ticking_tokens(1))) as upstream:
+        remote(services, upstream.url + "/v1")
+
+        async def main():
+            async with serving(services) as server, client(server) as http:
+                return await http.post("/v1/chat/completions", json=body)
+
+        response = asyncio.run(main())
+    assert response.status_code == 200, response.text
+    (sent,) = [r.json() for r in upstream.requests]
+    (part,) = [p for p in sent["messages"][-1]["content"] if p["type"] == "image_url"]
+    data = base64.b64decode(part["image_url"]["url"].split(",", 1)[1])
+    with Image.open(io.BytesIO(data)) as im:
+        assert im.size == (768, 1152)  # upright (taller than wide), short edge 768 for OpenAI
+        assert not im.getexif() and "exif" not in im.info  # no orientation, camera or GPS left
