@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import BinaryIO
 from xml.etree import ElementTree
 
-from desktop.attach.errors import AttachCancelled, AttachError
+from desktop.attach.errors import AttachCancelled, AttachError, short_reason
 from desktop.attach.kinds import FileKind
 
 log = logging.getLogger(__name__)
@@ -333,7 +333,7 @@ def _locked(name: str) -> AttachError:
 
 
 def _damaged_pdf(name: str, exc: BaseException | None) -> AttachError:
-    detail = f" ({_short(exc)})" if exc is not None else ""
+    detail = f" ({short_reason(exc)})" if exc is not None else ""
     return AttachError(
         f"“{name}” could not be read as a PDF: the file looks damaged{detail}. Open it in a PDF "
         "viewer and save it again, then attach the new copy."
@@ -404,8 +404,3 @@ def _paragraph(p: ElementTree.Element) -> str:
 def _check_cancel(cancel: Cancel | None, name: str) -> None:
     if cancel is not None and cancel():
         raise AttachCancelled(f"Reading “{name}” was cancelled.")
-
-
-def _short(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= 120 else text[:117] + "..."

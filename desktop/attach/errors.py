@@ -15,3 +15,9 @@ class AttachError(UserError):
 class AttachCancelled(AttachError):
     """Reading a file was cancelled (its chip was removed while it was being read): nothing
     to show, the chip is gone."""
+
+
+def short_reason(exc: BaseException) -> str:
+    """An exception's words on one line, at most 120 characters, for inside a message."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 120 else text[:117] + "..."

@@ -34,7 +34,7 @@ from typing import BinaryIO, Literal
 
 from PIL import Image, ImageCms, ImageOps
 
-from desktop.attach.errors import AttachError
+from desktop.attach.errors import AttachError, short_reason
 from desktop.llm.provider import ImagePart
 
 TokenRule = Literal["openai", "anthropic", "gemini", "fixed"]
@@ -231,12 +231,9 @@ def _too_many_pixels(name: str, size: tuple[int, int] | None) -> AttachError:
 
 
 def _unreadable(name: str, exc: BaseException) -> AttachError:
-    detail = " ".join(str(exc).split()) or type(exc).__name__
-    if len(detail) > 120:
-        detail = detail[:117] + "..."
     return AttachError(
-        f"“{name}” could not be read as an image ({detail}). The file may be damaged or "
-        "incomplete: open it in an image viewer and save it again."
+        f"“{name}” could not be read as an image ({short_reason(exc)}). The file may be "
+        "damaged or incomplete: open it in an image viewer and save it again."
     )
 
 

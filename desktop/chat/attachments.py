@@ -28,6 +28,7 @@ from typing import Any
 
 from desktop.attach.documents import document_block
 from desktop.attach.prepare import (
+    CHARS_PER_TOKEN,
     Prepared,
     document_text,
     estimate_tokens,
@@ -48,8 +49,6 @@ log = logging.getLogger("simi.chat")
 # A document cut to fit ("Send the first part") keeps at least this many tokens of its text:
 # less would be a name and a few words, not worth sending.
 MIN_PART_TOKENS = 64
-# Rough tokens per character where no tokenizer is at hand (a remote agent, a missing file).
-CHARS_PER_TOKEN = 4
 
 Counter = Callable[[list[ChatMessage]], int]
 

@@ -386,10 +386,7 @@ class _Files:
             return
         for sha in self._added:
             store.release(sha)
-            folder = store.path(sha).parent
-            for path in folder.glob(f"{sha}*") if folder.is_dir() else ():
-                with contextlib.suppress(OSError):
-                    path.unlink()
+            store.remove_files(sha)
 
 
 def _key(value: Any, what: str) -> Any:

@@ -140,6 +140,13 @@ class AttachmentStore:
     def has(self, sha256: str) -> bool:
         return self.path(sha256).is_file()
 
+    def remove_files(self, sha256: str) -> None:
+        """Delete a stored file and every copy made from it (its rows are the caller's)."""
+        folder = self.path(sha256).parent
+        for path in folder.glob(f"{sha256}*") if folder.is_dir() else ():
+            with contextlib.suppress(OSError):
+                path.unlink()
+
     # rows --------------------------------------------------------------------------------
     def attach(self, message_id: int, attachments: Sequence[Attachment]) -> None:
         """Record ``attachments`` (already stored) as the message's, in order."""
@@ -201,10 +208,7 @@ class AttachmentStore:
                 self._db.execute("DELETE FROM attachment_files WHERE sha256 = ?", [sha])
             except sqlite3.Error:  # used again meanwhile (another connection): kept, next one
                 continue
-            folder = self.path(sha).parent
-            for path in folder.glob(f"{sha}*") if folder.is_dir() else ():
-                with contextlib.suppress(OSError):
-                    path.unlink()
+            self.remove_files(sha)
             removed += 1
         if self.folder.is_dir():
             old = time.time() - STRAY_AGE_S

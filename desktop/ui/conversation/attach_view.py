@@ -83,8 +83,9 @@ class AttachmentStrip(QWidget):
         if image is not None:
             _show_thumb(button, image, ratio)
         else:
-            self._badged[button] = (format_of(attachment)[0], BADGE_PX * 2)
-            button.setIcon(QIcon(badge(format_of(attachment)[0], BADGE_PX * 2, ratio)))
+            mark = format_of(attachment)[0]
+            self._badged[button] = (mark, BADGE_PX * 2)
+            button.setIcon(QIcon(badge(mark, BADGE_PX * 2, ratio)))
             if self.files is not None and loop_running():
                 self._track(start(self._load(button, attachment, longest), name="thumbnail"))
         return button

@@ -5,11 +5,14 @@ reply that did not fit offers."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from collections.abc import Iterable
+
 from PySide6.QtWidgets import QAbstractButton, QMessageBox, QWidget
 
 from desktop.chat.context_offer import ContextChoice, ContextOffer
 from desktop.store.agents import Agent
+from desktop.store.conversations import Message
+from desktop.ui.kit.widgets import message_box
 
 COMPOSER_HINT = "Enter to send · Shift+Enter for a new line"
 FIT_CHECK_MS = 250  # how long typing pauses before the composer checks the message fits
@@ -20,11 +23,15 @@ def estimated_tokens(chars: int) -> int:
     return -(-chars // CHARS_PER_TOKEN)
 
 
-def fit_warning(agent: Agent | None, history_chars: int, text: str, file_tokens: int) -> str | None:
-    """The warning when the conversation (``history_chars``), the message and its files
-    (``file_tokens``) are more than a local agent holds; None when it fits or is remote."""
+def fit_warning(
+    agent: Agent | None, history: Iterable[Message], text: str, file_tokens: int
+) -> str | None:
+    """The warning when the conversation (``history``), the message and its files
+    (``file_tokens``) are more than a local agent holds; None when it fits or is remote (the
+    history is not read then)."""
     if agent is None or not agent.is_local:
         return None
+    history_chars = sum(len(m.content) for m in history)
     need = estimated_tokens(history_chars + len(text) + len(agent.system_prompt)) + file_tokens
     n_ctx = agent.n_ctx or 2048
     if need <= n_ctx:
@@ -39,11 +46,13 @@ def fit_warning(agent: Agent | None, history_chars: int, text: str, file_tokens:
 def choose_context(parent: QWidget, offer: ContextOffer) -> ContextChoice | None:
     """ "Raise context": the sizes on offer, what each costs, and the trained context; the
     person picks one or cancels."""
-    box = QMessageBox(parent)
-    box.setTextFormat(Qt.TextFormat.PlainText)  # it names the model
-    box.setIcon(QMessageBox.Icon.Question)
-    box.setWindowTitle("Raise context")
-    box.setText(offer.question)
+    box = message_box(  # plain text: it names the model
+        parent,
+        QMessageBox.Icon.Question,
+        "Raise context",
+        offer.question,
+        QMessageBox.StandardButton.NoButton,
+    )
     buttons: dict[QAbstractButton, ContextChoice] = {}
     details = []
     for choice in offer.choices:  # short buttons; what each costs in the text above them

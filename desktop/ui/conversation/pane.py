@@ -322,8 +322,7 @@ class ConversationPane(QWidget):
         agent = self.agent
         text = self.composer.toPlainText()
         files = self.files.row.tokens()
-        history = sum(len(m.content) for m in self.transcript.path)
-        warning = fit_warning(agent, history, text, files) if text or files else None
+        warning = fit_warning(agent, self.transcript.path, text, files) if text or files else None
         words = warning or self._note or COMPOSER_HINT
         warn = words is not COMPOSER_HINT
         self.hint.setText(words)

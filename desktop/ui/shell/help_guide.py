@@ -1,7 +1,6 @@
 """Help → User guide: a short offline guide in a window of its own (first steps, agents, local
 models, remote services, the API server, what the statistics mean, keyboard shortcuts, data and
-privacy), with
-a table of contents and a search box.
+privacy), with a table of contents and a search box.
 
 The statistics' words and definitions are the timeline help's (``timeline_help``), the keys
 the shortcut table's in the platform's own words (``shortcuts``), the privacy and data lines
