@@ -6,6 +6,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -13,6 +14,9 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("QT_API", "pyside6")
 
 from tests.helpers import secret_service
+
+if TYPE_CHECKING:
+    from desktop.store.db import Database
 
 _SESSION: secret_service.SecretServiceSession | None = None
 
@@ -61,6 +65,16 @@ def services(simi_home: Path) -> Iterator[object]:
     svc = Services.open(AppPaths.from_env())
     yield svc
     svc.close()
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    """A fresh SQLite file with SIMI's schema (``simi.db`` in the test's folder), closed after."""
+    from desktop.store.db import open_database
+
+    database = open_database(tmp_path / "simi.db")
+    yield database
+    database.conn.close()
 
 
 @pytest.fixture

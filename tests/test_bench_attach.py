@@ -3,12 +3,8 @@ it runs end to end and prints exactly its keys, each figure a number."""
 
 from __future__ import annotations
 
-import json
-import os
-import sys
-
 from bench.attach import KEYS
-from tests.helpers.cli import ROOT, run_text
+from tests.helpers.benches import is_number, quick_run
 
 FIGURES = (
     "extract_pdf_mb_per_s",
@@ -19,25 +15,15 @@ FIGURES = (
 )
 
 
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def test_quick_run_prints_exactly_the_keys() -> None:
-    done = run_text(
-        [sys.executable, str(ROOT / "bench" / "attach.py"), "--quick"],
-        {**os.environ, "PYTHONUNBUFFERED": "1"},
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    result = json.loads(done.stdout)
+    result = quick_run("attach", timeout=60)
     assert tuple(result) == KEYS
     for key in FIGURES:
-        assert _number(result[key]) and result[key] > 0, key
+        assert is_number(result[key]) and result[key] > 0, key
     assert isinstance(result["pass"], bool)
     assert result["pdf"]["pages"] == 10 and result["pdf"]["progress_calls"] == 10
     assert result["pdf"]["same_words"] is True  # SIMI's text is pypdf's text
     assert result["lag"]["ticks"] > 0 and result["lag"]["progress_calls"] >= 4
     for key in ("p50_ms", "p99_ms", "max_ms", "seconds"):
-        assert _number(result["lag"][key]) and _number(result["image"][key]), key
-    assert _number(result["cpus"])
+        assert is_number(result["lag"][key]) and is_number(result["image"][key]), key
+    assert is_number(result["cpus"])

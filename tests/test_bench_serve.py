@@ -3,14 +3,10 @@ it runs end to end and prints exactly its keys, each figure a number."""
 
 from __future__ import annotations
 
-import json
-import os
-import sys
-
 import pytest
 
 from bench.serve import KEYS
-from tests.helpers.cli import ROOT, run_text
+from tests.helpers.benches import is_number, quick_run
 
 FIGURES = (
     "ttft_overhead_ms",
@@ -26,16 +22,10 @@ FIGURES = (
 
 @pytest.mark.slow
 def test_quick_run_prints_exactly_the_keys() -> None:
-    done = run_text(
-        [sys.executable, str(ROOT / "bench" / "serve.py"), "--quick"],
-        {**os.environ, "PYTHONUNBUFFERED": "1"},
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    result = json.loads(done.stdout)
+    result = quick_run("serve", timeout=240)
     assert tuple(result) == KEYS
     for key in FIGURES:
-        assert isinstance(result[key], int | float) and not isinstance(result[key], bool), key
+        assert is_number(result[key]), key
     for key in ("ttft_overhead_target_ms", "decode_ratio_target", "concurrent_8_vs_1_target"):
         assert isinstance(result[key], float), key
     # both paths generated the same text (temperature 0, same seed, same body)

@@ -145,12 +145,25 @@ class ChatService:
                 conversation_id, "user", text, agent_id=agent.id, agent_name=agent.name
             )
             attached = self._attach(user.id, attachments)
+        return self._answer_new(conversation_id, agent, user, attached, kind="send")
+
+    def _answer_new(
+        self,
+        conversation_id: int,
+        agent: Agent,
+        user: Message,
+        attached: list[Attachment],
+        kind: str,
+    ) -> Turn:
+        """The turn that answers ``user``, a question this turn stored (with ``attached``):
+        a new empty reply under it."""
         reply = self._new_reply(conversation_id, agent, user.id)
         return Turn(
             conversation_id,
             agent,
             user.id,
             reply.id,
+            kind=kind,
             user_message=user,
             reply=reply,
             attachments=attached,
@@ -255,17 +268,7 @@ class ChatService:
                 )
             else:
                 attached = self._attach(user.id, attachments)
-        reply = self._new_reply(conversation_id, agent, user.id)
-        return Turn(
-            conversation_id,
-            agent,
-            user.id,
-            reply.id,
-            kind="edit",
-            user_message=user,
-            reply=reply,
-            attachments=attached,
-        )
+        return self._answer_new(conversation_id, agent, user, attached, kind="edit")
 
     def begin_continue(self, conversation_id: int, agent: Agent, reply_id: int) -> Turn:
         """Carry on a reply that stopped early (max tokens, Stop); text goes on the same one."""

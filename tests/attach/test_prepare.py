@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import io
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,15 +26,8 @@ from desktop.attach.prepare import (
 )
 from desktop.store.attachments import AttachmentStore
 from desktop.store.conversations import ConversationStore
-from desktop.store.db import Database, open_database
+from desktop.store.db import Database
 from tests.attach import samples
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = open_database(tmp_path / "simi.db")
-    yield database
-    database.conn.close()
 
 
 @pytest.fixture

@@ -12,6 +12,8 @@ import asyncio
 import base64
 import io
 import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +23,11 @@ from PIL import Image
 from desktop.attach import prepare as attach_prepare
 from desktop.attach.images import estimate_image_tokens, profile_for
 from desktop.chat.attachments import AttachmentService
+from desktop.chat.session import Turn
 from desktop.local.starter import STARTER_AGENT_NAME
 from desktop.store.agents import Agent
 from desktop.store.attachments import Attachment
+from desktop.store.conversations import Conversation
 from tests.attach.samples import image_file
 from tests.helpers.fault_server import FaultServer, Reply, ticking_tokens
 
@@ -34,6 +38,25 @@ def remote(services: Any, server: FaultServer, name: str = "Remote") -> Agent:
     return services.agents.create(
         Agent(name=name, kind="openai-compatible", base_url=server.url + "/v1", model="m")
     )
+
+
+@contextmanager
+def remote_conversation(
+    services: Any, tokens: int
+) -> Iterator[tuple[FaultServer, Agent, Conversation]]:
+    """A loopback provider that answers each call with ``tokens`` tokens, an agent on it and a
+    new conversation with that agent; the provider stops on the way out."""
+    with FaultServer(lambda _r: Reply(body=ticking_tokens(tokens))) as server:
+        agent = remote(services, server)
+        yield server, agent, services.conversations.create(agent.id)
+
+
+def ask(
+    services: Any, agent: Agent, conv: Conversation, text: str, items: Sequence[Attachment] = ()
+) -> Turn:
+    """One question in ``conv`` with ``items`` attached, run to its end."""
+    chat = services.chat
+    return asyncio.run(chat.run(chat.begin(conv.id, agent, text, items)))
 
 
 def attach(services: Any, path: Path) -> Attachment:
@@ -66,10 +89,8 @@ def test_a_document_goes_as_text_before_the_words_and_an_image_as_a_part(
     services: Any, tmp_path: Path
 ) -> None:
     chat = services.chat
-    with FaultServer(lambda _r: Reply(body=ticking_tokens(3))) as server:
-        agent = remote(services, server)
+    with remote_conversation(services, tokens=3) as (server, agent, conv):
         doc, img = document(services, tmp_path), picture(services, tmp_path)
-        conv = services.conversations.create(agent.id)
         turn = chat.begin(conv.id, agent, "What do these say?", [doc, img])
         done = asyncio.run(chat.run(turn))
         (request,) = server.requests
@@ -100,11 +121,9 @@ def test_edit_keeps_the_attachments_and_regenerate_sends_them_again(
     services: Any, tmp_path: Path
 ) -> None:
     chat = services.chat
-    with FaultServer(lambda _r: Reply(body=ticking_tokens(2))) as server:
-        agent = remote(services, server)
+    with remote_conversation(services, tokens=2) as (server, agent, conv):
         doc = document(services, tmp_path)
-        conv = services.conversations.create(agent.id)
-        first = asyncio.run(chat.run(chat.begin(conv.id, agent, "Read it.", [doc])))
+        first = ask(services, agent, conv, "Read it.", [doc])
         again = asyncio.run(
             chat.run(chat.begin_regenerate(conv.id, agent, first.assistant_message_id))
         )
@@ -128,13 +147,9 @@ def test_edit_keeps_the_attachments_and_regenerate_sends_them_again(
 def test_earlier_questions_keep_their_documents_in_later_turns(
     services: Any, tmp_path: Path
 ) -> None:
-    chat = services.chat
-    with FaultServer(lambda _r: Reply(body=ticking_tokens(2))) as server:
-        agent = remote(services, server)
-        doc = document(services, tmp_path)
-        conv = services.conversations.create(agent.id)
-        asyncio.run(chat.run(chat.begin(conv.id, agent, "Read it.", [doc])))
-        asyncio.run(chat.run(chat.begin(conv.id, agent, "And now?")))
+    with remote_conversation(services, tokens=2) as (server, agent, conv):
+        ask(services, agent, conv, "Read it.", [document(services, tmp_path)])
+        ask(services, agent, conv, "And now?")
         body = server.requests[-1].json()
     users = [m for m in body["messages"] if m["role"] == "user"]
     assert SECRET in text_of(users[0]) and text_of(users[1]) == "And now?"
@@ -145,11 +160,10 @@ def test_a_local_model_that_cannot_see_ends_the_turn_before_anything_loads(
 ) -> None:
     """The starter model has no vision projector: an image ends the turn at once, in words,
     stored on the reply like any error; no llama.cpp worker is started."""
-    chat = services.chat
     agent = services.agents.by_name(STARTER_AGENT_NAME)
     img = picture(services, tmp_path)
     conv = services.conversations.create(agent.id)
-    turn = asyncio.run(chat.run(chat.begin(conv.id, agent, "What is this?", [img])))
+    turn = ask(services, agent, conv, "What is this?", [img])
     assert turn.status == "error" and turn.error is not None
     assert turn.error.kind == "attachment"
     assert "cannot read images" in turn.error.user_message
@@ -172,15 +186,12 @@ def test_a_remote_agent_is_taken_to_see(services: Any, tmp_path: Path) -> None:
 def test_a_file_gone_from_the_data_folder_is_an_error_on_the_reply(
     services: Any, tmp_path: Path
 ) -> None:
-    chat = services.chat
-    with FaultServer(lambda _r: Reply(body=ticking_tokens(1))) as server:
-        agent = remote(services, server)
+    with remote_conversation(services, tokens=1) as (server, agent, conv):
         doc = document(services, tmp_path)
-        conv = services.conversations.create(agent.id)
-        turn = chat.begin(conv.id, agent, "Read it.", [doc])
+        turn = services.chat.begin(conv.id, agent, "Read it.", [doc])
         for path in services.attachments.store.path(doc.sha256).parent.glob(doc.sha256 + "*"):
             path.unlink()
-        done = asyncio.run(chat.run(turn))
+        done = asyncio.run(services.chat.run(turn))
         assert server.requests == []  # nothing sent half-built
     assert done.status == "error" and done.error.kind == "attachment"
     assert "notes.txt" in done.error.user_message
@@ -222,14 +233,11 @@ def test_images_are_sized_and_documents_read_off_the_event_loop(
         ran_on.append(threading.current_thread().name)
         return real_text(*args, **kwargs)
 
-    chat = services.chat
-    with FaultServer(lambda _r: Reply(body=ticking_tokens(1))) as server:
-        agent = remote(services, server)
+    with remote_conversation(services, tokens=1) as (_server, agent, conv):
         items = [document(services, tmp_path), picture(services, tmp_path, (300, 200))]
         monkeypatch.setattr(attach_prepare, "prepare_image", prepare_image)
         monkeypatch.setattr("desktop.chat.attachments.document_text", document_text)
-        conv = services.conversations.create(agent.id)
-        done = asyncio.run(chat.run(chat.begin(conv.id, agent, "", items)))
+        done = ask(services, agent, conv, "", items)
     assert done.status == "complete"
     assert len(ran_on) == 2 and threading.main_thread().name not in ran_on
     # a question of attachments only is titled by the first one

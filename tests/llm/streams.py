@@ -29,6 +29,15 @@ REQUEST = ChatRequest(
     sampling=Sampling(max_tokens=16, temperature=0.0),
 )
 
+# A system prompt, two questions in a row (sent as one turn), a reply and the next question.
+HISTORY = (
+    ChatMessage("system", "Be brief."),
+    ChatMessage("user", "One"),
+    ChatMessage("user", "Two"),
+    ChatMessage("assistant", "Ok"),
+    ChatMessage("user", "Three"),
+)
+
 
 def make(kind: str, base: str, key: str | None = "sk-test-key-0123456789", **kw: Any) -> Provider:
     """A provider of ``kind`` whose base URL is the fault server at ``base`` (no path)."""

@@ -6,9 +6,9 @@ import asyncio
 
 from desktop.llm.errors import ProviderUnavailable
 from desktop.llm.events import Finished, ReasoningDelta, RunInfo, TextDelta, Usage
-from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
+from desktop.llm.provider import ChatRequest, Sampling
 from tests.helpers.fault_server import FaultServer, Reply, fixture, replay
-from tests.llm.streams import list_models, make, model_pages, only, reasoning, run, text
+from tests.llm.streams import HISTORY, list_models, make, model_pages, only, reasoning, run, text
 
 
 def test_thinking_is_reasoning_then_text_with_cached_prompt_usage() -> None:
@@ -29,13 +29,7 @@ def test_thinking_is_reasoning_then_text_with_cached_prompt_usage() -> None:
 def test_request_sends_key_header_version_and_system_prompt_top_level() -> None:
     request = ChatRequest(
         model="claude-haiku-4-5",
-        messages=(
-            ChatMessage("system", "Be brief."),
-            ChatMessage("user", "One"),
-            ChatMessage("user", "Two"),
-            ChatMessage("assistant", "Ok"),
-            ChatMessage("user", "Three"),
-        ),
+        messages=HISTORY,
         sampling=Sampling(temperature=0.2, stop=("END",), seed=4),
     )
     with FaultServer(replay("anthropic_thinking.sse")) as server:

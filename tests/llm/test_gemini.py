@@ -6,9 +6,19 @@ import asyncio
 
 from desktop.llm.errors import BadResponse, ProviderUnavailable
 from desktop.llm.events import Finished, RunInfo, TextDelta, Usage
-from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
+from desktop.llm.provider import ChatRequest, Sampling
 from tests.helpers.fault_server import FaultServer, Reply, fixture, replay, sse_chunks
-from tests.llm.streams import REQUEST, list_models, make, model_pages, only, reasoning, run, text
+from tests.llm.streams import (
+    HISTORY,
+    REQUEST,
+    list_models,
+    make,
+    model_pages,
+    only,
+    reasoning,
+    run,
+    text,
+)
 
 
 def test_thoughts_are_reasoning_and_usage_counts_cache_and_thinking() -> None:
@@ -30,12 +40,7 @@ def test_thoughts_are_reasoning_and_usage_counts_cache_and_thinking() -> None:
 def test_request_uses_system_instruction_model_role_and_key_header() -> None:
     request = ChatRequest(
         model="models/gemini-2.5-flash",
-        messages=(
-            ChatMessage("system", "Be brief."),
-            ChatMessage("user", "Hi"),
-            ChatMessage("assistant", "Hello"),
-            ChatMessage("user", "Again"),
-        ),
+        messages=HISTORY,
         sampling=Sampling(max_tokens=64, temperature=0.5, top_p=0.9, seed=3, stop=("x",)),
     )
     with FaultServer(replay("gemini_thinking.sse")) as server:

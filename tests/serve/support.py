@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import httpx
@@ -13,6 +14,7 @@ from desktop.local.starter import STARTER_AGENT_NAME
 from desktop.serve.config import ServeConfig
 from desktop.serve.server import ApiServer
 from desktop.store.agents import Agent
+from tests.helpers.fault_server import FaultServer, Handler
 
 STARTER_ID = "smollm2-local"  # the starter agent's model id on the server
 
@@ -45,6 +47,25 @@ def remote(services: Any, base_url: str, name: str = "Remote", **fields: Any) ->
     return services.agents.create(
         Agent(name=name, kind="openai-compatible", base_url=base_url, **fields)
     )
+
+
+@contextmanager
+def remote_upstream(services: Any, handler: Handler, **fields: Any) -> Iterator[FaultServer]:
+    """A ``FaultServer`` answering with ``handler`` (stopped on the way out) and the agent
+    ``Remote`` (model id ``remote``) on it, saved with ``fields``."""
+    with FaultServer(handler) as upstream:
+        remote(services, upstream.url + "/v1", **fields)
+        yield upstream
+
+
+def post_chat(services: Any, body: dict[str, Any]) -> httpx.Response:
+    """The answer to ``body`` posted to ``/v1/chat/completions`` of a server started for it."""
+
+    async def main() -> httpx.Response:
+        async with serving(services) as server, client(server) as http:
+            return await http.post("/v1/chat/completions", json=body)
+
+    return asyncio.run(main())
 
 
 def starter(services: Any, **changes: Any) -> Agent:

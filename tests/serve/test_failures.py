@@ -10,13 +10,14 @@ import json
 import time
 
 from desktop.serve.config import ServeConfig
-from tests.helpers.fault_server import FaultServer, Reply, error_reply, ticking_tokens
+from tests.helpers.fault_server import Reply, error_reply, ticking_tokens
 from tests.serve.support import (
     STARTER_ID,
     assert_openai_error,
     chat_body,
     client,
-    remote,
+    post_chat,
+    remote_upstream,
     serving,
     stats_rows,
 )
@@ -30,9 +31,12 @@ def _cut_short(_request) -> Reply:
     return Reply(body=[next(tokens), next(tokens)], after="drop")
 
 
+# An upstream that limits requests: a 429 that asks to wait an hour.
+SLOW_DOWN = error_reply(429, {"error": {"message": "slow down"}}, **{"Retry-After": "3600"})
+
+
 def test_an_upstream_dropping_mid_stream_ends_the_stream_with_an_error_event(services) -> None:
-    with FaultServer(_cut_short) as upstream:
-        remote(services, upstream.url + "/v1")
+    with remote_upstream(services, _cut_short):
 
         async def main():
             async with serving(services) as server, client(server) as http:
@@ -54,43 +58,23 @@ def test_an_upstream_dropping_mid_stream_ends_the_stream_with_an_error_event(ser
 
 
 def test_an_upstream_dropping_mid_reply_is_not_a_complete_whole_reply(services) -> None:
-    with FaultServer(_cut_short) as upstream:
-        remote(services, upstream.url + "/v1")
-
-        async def main():
-            async with serving(services) as server, client(server) as http:
-                return await http.post(PATH, json=chat_body("remote"))
-
-        response = asyncio.run(main())
+    with remote_upstream(services, _cut_short):
+        response = post_chat(services, chat_body("remote"))
     assert stats_rows(services)[0]["finish_reason"] == "error"
     assert response.status_code >= 500, response.text
 
 
 def test_an_upstream_rate_limit_before_any_output_is_a_429(services) -> None:
-    limited = error_reply(429, {"error": {"message": "slow down"}}, **{"Retry-After": "3600"})
-    with FaultServer(limited) as upstream:
-        remote(services, upstream.url + "/v1")
-
-        async def main():
-            async with serving(services) as server, client(server) as http:
-                return await http.post(PATH, json=chat_body("remote", stream=True))
-
-        response = asyncio.run(main())
+    with remote_upstream(services, SLOW_DOWN):
+        response = post_chat(services, chat_body("remote", stream=True))
     error = assert_openai_error(response, 429, "upstream_rate_limited")
     assert error["type"] == "rate_limit_error" and "3600" in error["message"]
     assert int(response.headers["retry-after"]) > 0
 
 
 def test_an_upstream_rate_limits_wait_is_passed_on_in_retry_after(services) -> None:
-    limited = error_reply(429, {"error": {"message": "slow down"}}, **{"Retry-After": "3600"})
-    with FaultServer(limited) as upstream:
-        remote(services, upstream.url + "/v1")
-
-        async def main():
-            async with serving(services) as server, client(server) as http:
-                return await http.post(PATH, json=chat_body("remote"))
-
-        response = asyncio.run(main())
+    with remote_upstream(services, SLOW_DOWN):
+        response = post_chat(services, chat_body("remote"))
     assert int(response.headers["retry-after"]) >= 3600
 
 
@@ -150,8 +134,7 @@ def test_a_client_that_leaves_the_queue_gives_up_its_place(services) -> None:
 
 
 def test_each_request_is_in_the_activity_list_with_its_outcome(services) -> None:
-    with FaultServer(lambda _r: Reply(body=ticking_tokens(3))) as upstream:
-        remote(services, upstream.url + "/v1")
+    with remote_upstream(services, lambda _r: Reply(body=ticking_tokens(3))):
 
         async def main():
             async with serving(services) as server, client(server) as http:

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import openai
 
 from desktop.store.serving import ServedAgent
 from tests.helpers.fault_server import FaultServer, Recorded, Reply, ticking_tokens
 from tests.helpers.tool_server import Call, tool_reply
-from tests.serve.support import make_key, remote, serving
+from tests.serve.support import make_key, remote, remote_upstream, serving
 
 WEATHER = {
     "type": "function",
@@ -42,23 +43,30 @@ def _sdk(server, key: str) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(base_url=server.address, api_key=key, max_retries=0)
 
 
+def _through_sdk(services, **create: Any) -> Any:
+    """What OpenAI's SDK gets back from a server started for it, asked
+    ``chat.completions.create(model="remote", **create)``: the reply, or a stream's chunks."""
+    key = make_key(services, "sdk")
+
+    async def main():
+        async with serving(services) as server:
+            sdk = _sdk(server, key)
+            reply = await sdk.chat.completions.create(model="remote", **create)
+            if create.get("stream"):
+                reply = [chunk async for chunk in reply]
+            await sdk.close()
+            return reply
+
+    return asyncio.run(main())
+
+
 def test_the_clients_tools_go_upstream_and_the_call_comes_back_whole(services) -> None:
-    with FaultServer(_upstream) as upstream:
-        remote(services, upstream.url + "/v1", system_prompt="Agent rules.")
-        key = make_key(services, "sdk")
-
-        async def main():
-            async with serving(services) as server:
-                sdk = _sdk(server, key)
-                reply = await sdk.chat.completions.create(
-                    model="remote",
-                    messages=[{"role": "system", "content": "Client rules."}, *ASKED],
-                    tools=[WEATHER],
-                )
-                await sdk.close()
-                return reply
-
-        reply = asyncio.run(main())
+    with remote_upstream(services, _upstream, system_prompt="Agent rules.") as upstream:
+        reply = _through_sdk(
+            services,
+            messages=[{"role": "system", "content": "Client rules."}, *ASKED],
+            tools=[WEATHER],
+        )
     choice = reply.choices[0]
     assert choice.finish_reason == "tool_calls"
     (call,) = choice.message.tool_calls
@@ -75,21 +83,8 @@ def test_the_clients_tools_go_upstream_and_the_call_comes_back_whole(services) -
 
 
 def test_a_streamed_tool_call_comes_back_in_chunks_by_index(services) -> None:
-    with FaultServer(_upstream) as upstream:
-        remote(services, upstream.url + "/v1")
-        key = make_key(services, "sdk")
-
-        async def main():
-            async with serving(services) as server:
-                sdk = _sdk(server, key)
-                stream = await sdk.chat.completions.create(
-                    model="remote", messages=ASKED, tools=[WEATHER], stream=True
-                )
-                chunks = [chunk async for chunk in stream]
-                await sdk.close()
-                return chunks
-
-        chunks = asyncio.run(main())
+    with remote_upstream(services, _upstream) as upstream:
+        chunks = _through_sdk(services, messages=ASKED, tools=[WEATHER], stream=True)
     calls: dict[int, dict[str, str]] = {}
     finishes = []
     for chunk in chunks:
@@ -121,20 +116,8 @@ def test_the_tool_result_in_the_next_request_is_forwarded(services) -> None:
         },
         {"role": "tool", "tool_call_id": "call_w1", "content": "-3 °C, snow"},
     ]
-    with FaultServer(_upstream) as upstream:
-        remote(services, upstream.url + "/v1")
-        key = make_key(services, "sdk")
-
-        async def main():
-            async with serving(services) as server:
-                sdk = _sdk(server, key)
-                reply = await sdk.chat.completions.create(
-                    model="remote", messages=history, tools=[WEATHER]
-                )
-                await sdk.close()
-                return reply
-
-        reply = asyncio.run(main())
+    with remote_upstream(services, _upstream) as upstream:
+        reply = _through_sdk(services, messages=history, tools=[WEATHER])
     assert reply.choices[0].message.content == "tok0 tok1 "
     assert reply.choices[0].finish_reason == "stop"
     sent = upstream.requests[0].json()["messages"]

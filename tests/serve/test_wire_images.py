@@ -4,7 +4,6 @@ never fetches an address), and reach a remote agent's upstream as image parts.""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import io
 
@@ -14,8 +13,8 @@ from PIL import Image
 from desktop.llm.provider import ChatMessage, ImagePart
 from desktop.serve.wire import ApiError, agent_request, parse_ask
 from desktop.store.agents import Agent
-from tests.helpers.fault_server import FaultServer, Reply, ticking_tokens
-from tests.serve.support import STARTER_ID, assert_openai_error, client, remote, serving
+from tests.helpers.fault_server import Reply, ticking_tokens
+from tests.serve.support import STARTER_ID, assert_openai_error, post_chat, remote_upstream
 
 
 def _png(color: str = "red") -> bytes:
@@ -154,14 +153,8 @@ def test_a_clients_image_reaches_a_remote_agents_upstream_as_an_image_url_part(s
             }
         ],
     }
-    with FaultServer(lambda _request: Reply(body=ticking_tokens(2))) as upstream:
-        remote(services, upstream.url + "/v1")
-
-        async def main():
-            async with serving(services) as server, client(server) as http:
-                return await http.post("/v1/chat/completions", json=body)
-
-        response = asyncio.run(main())
+    with remote_upstream(services, lambda _request: Reply(body=ticking_tokens(2))) as upstream:
+        response = post_chat(services, body)
     assert response.status_code == 200, response.text
     assert response.json()["choices"][0]["message"]["content"] == "tok0 tok1 "
     (sent,) = [r.json() for r in upstream.requests]
@@ -185,12 +178,7 @@ def test_an_image_for_a_local_agent_that_cannot_see_is_a_400_before_any_model_ru
             {"role": "user", "content": [{"type": "text", "text": "Hi"}, _image_part(_url(_png()))]}
         ],
     }
-
-    async def main():
-        async with serving(services) as server, client(server) as http:
-            return await http.post("/v1/chat/completions", json=body)
-
-    response = asyncio.run(main())
+    response = post_chat(services, body)
     error = assert_openai_error(response, 400, "images_not_supported")
     assert "cannot read images" in error["message"]
     assert all(worker.pid is None for worker in services.local.workers)  # none started
@@ -207,14 +195,8 @@ def test_a_clients_photo_reaches_the_upstream_upright_stripped_and_sized(
     photo = photo_with_exif(tmp_path / "IMG_1.jpg", (3000, 2000), orientation=6)
     url = _url(photo.read_bytes(), "image/jpeg")
     body = {"model": "remote", "messages": [{"role": "user", "content": [_image_part(url)]}]}
-    with FaultServer(lambda _request: Reply(body=ticking_tokens(1))) as upstream:
-        remote(services, upstream.url + "/v1")
-
-        async def main():
-            async with serving(services) as server, client(server) as http:
-                return await http.post("/v1/chat/completions", json=body)
-
-        response = asyncio.run(main())
+    with remote_upstream(services, lambda _request: Reply(body=ticking_tokens(1))) as upstream:
+        response = post_chat(services, body)
     assert response.status_code == 200, response.text
     (sent,) = [r.json() for r in upstream.requests]
     (part,) = [p for p in sent["messages"][-1]["content"] if p["type"] == "image_url"]

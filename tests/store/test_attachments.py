@@ -6,21 +6,13 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from desktop.store.attachments import Attachment, AttachmentStore
 from desktop.store.conversations import ConversationStore
-from desktop.store.db import Database, open_database
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = open_database(tmp_path / "simi.db")
-    yield database
-    database.conn.close()
+from desktop.store.db import Database
 
 
 @pytest.fixture

@@ -46,6 +46,13 @@ def _window_on(make_window: Any, services: Any, title: str) -> Any:
     return window
 
 
+def _folder(parent: Path, name: str) -> Path:
+    """A new empty folder ``name`` in ``parent``."""
+    folder = parent / name
+    folder.mkdir()
+    return folder
+
+
 def _answer_save(window: Any, answer: Path) -> list[str]:
     asked: list[str] = []
     window.ask_save_path = lambda _title, suggested, _filters: (
@@ -58,8 +65,7 @@ def test_export_proposes_documents_and_the_title_as_a_clean_file_name(
     qtbot: Any, services: Any, make_window: Any, home: Path, tmp_path: Path
 ) -> None:
     window = _window_on(make_window, services, "Name three primary colors?")
-    elsewhere = tmp_path / "notes"
-    elsewhere.mkdir()
+    elsewhere = _folder(tmp_path, "notes")
     asked = _answer_save(window, elsewhere / "colours.md")
     task = window.export_conversation("md")
     assert task is not None
@@ -78,8 +84,7 @@ def test_import_starts_in_the_folder_used_last_and_remembers_its_own(
     qtbot: Any, services: Any, make_window: Any, home: Path, tmp_path: Path
 ) -> None:
     window = _window_on(make_window, services, "Harbour notes")
-    first = tmp_path / "first"
-    first.mkdir()
+    first = _folder(tmp_path, "first")
     _answer_save(window, first / "harbour.json")
     qtbot.waitUntil(window.export_conversation("json").done, timeout=10_000)
 
@@ -90,8 +95,7 @@ def test_import_starts_in_the_folder_used_last_and_remembers_its_own(
     qtbot.waitUntil(window.import_conversation().done, timeout=10_000)
     assert folders == [str(first)]
 
-    second = tmp_path / "second"
-    second.mkdir()
+    second = _folder(tmp_path, "second")
     (second / "copy.json").write_bytes((first / "harbour.json").read_bytes())
     window.ask_open_path = lambda *_args: str(second / "copy.json")
     qtbot.waitUntil(window.import_conversation().done, timeout=10_000)
