@@ -25,16 +25,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from desktop import (
-    APP_NAME,
-    __version__,
-    cli_ask,
-    cli_bench,
-    cli_mcp,
-    cli_models,
-    cli_serve,
-    cli_stats,
-)
+from desktop import APP_NAME, __version__
 from desktop.chat.agent_rules import number_field, parse_number
 from desktop.cli_common import (
     EXIT_ERROR,
@@ -127,6 +118,8 @@ def _command(
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from desktop import cli_bench, cli_mcp, cli_models, cli_serve, cli_stats
+
     parser = argparse.ArgumentParser(
         prog="simi", description=f"{APP_NAME}: many AI models, one desktop workspace."
     )
@@ -230,6 +223,9 @@ def _wants_verbose_version(argv: Sequence[str]) -> bool:
     return "--version" in top and "--verbose" in top
 
 
+_WINDOW = argparse.Namespace(command=None)  # `simi` alone
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from desktop.local.libraries import choose_at_start
 
@@ -241,8 +237,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("SIMI_SELF_CHECK") == "1":
             print(price_check())
         return 0
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    # The window needs no parser (building one imports every command's module).
+    args = build_parser().parse_args(words) if words else _WINDOW
     if args.command is None:
         if _no_display():
             err(
@@ -254,6 +251,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from desktop.app import run_app
 
         return run_app()
+    from desktop import cli_ask, cli_bench, cli_mcp, cli_models, cli_serve
+
     try:
         if args.command == "db":
             return _db(args)
@@ -289,7 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # a bug: reported like the window's crash dialog, keys blanked
         _report_bug(exc)
         return EXIT_ERROR
-    parser.print_help()
+    build_parser().print_help()
     return EXIT_USAGE
 
 
@@ -424,6 +423,8 @@ def _agents(services: Any, args: argparse.Namespace) -> int:
 # stats ------------------------------------------------------------------------------------------
 def _stats(services: Any, args: argparse.Namespace) -> int:
     """``simi stats`` (desktop.cli_stats): per agent, or every call with ``--rows``."""
+    from desktop import cli_stats
+
     return cli_stats.run(services, args)
 
 

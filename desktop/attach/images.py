@@ -28,11 +28,12 @@ from __future__ import annotations
 import io
 import math
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-from typing import BinaryIO, Literal
-
-from PIL import Image, ImageCms, ImageOps
+from typing import TYPE_CHECKING, BinaryIO, Literal
 
 from desktop.attach.errors import AttachError, short_reason
 from desktop.llm.provider import ImagePart
@@ -56,9 +57,17 @@ GRAPHICS_COLOURS = 256
 _ORIENTATION = 0x0112
 _SWAPPED = {5, 6, 7, 8}  # EXIF orientations that turn the picture a quarter
 
-# Pillow warns above 89 megapixels and refuses above twice that; ``_check_pixels`` decides
-# (with words for the person), so the warning is noise
-warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)
+if TYPE_CHECKING:  # Pillow loads with the first image (desktop.preload: after first paint)
+    from PIL import Image
+
+
+@cache
+def _quiet_pillow() -> None:
+    """Pillow warns above 89 megapixels and refuses above twice that; ``_check_pixels``
+    decides (with words for the person), so the warning is noise."""
+    from PIL import Image
+
+    warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +135,11 @@ def inspect_image(path: Path, *, name: str | None = None) -> tuple[int, int, str
     """(width, height, mime) of the image at ``path``, as shown (EXIF orientation applied),
     after decoding it once: a truncated or damaged file is an ``AttachError`` now, on its
     chip, not a failure while sending."""
+    from PIL import Image
+
+    _quiet_pillow()
     shown = name or path.name
-    try:
+    with _read_errors(shown, gone=f"“{shown}” was moved or deleted before it could be read."):
         with Image.open(path) as im:
             fmt = im.format or ""
             _check_pixels(shown, im.size)
@@ -137,14 +149,6 @@ def inspect_image(path: Path, *, name: str | None = None) -> tuple[int, int, str
             if fmt in ("JPEG", "MPO"):  # still reads every byte; decodes at 1/8 the size
                 im.draft(im.mode, (max(1, im.width // 8), max(1, im.height // 8)))
             im.load()
-    except AttachError:
-        raise
-    except FileNotFoundError as exc:
-        raise AttachError(f"“{shown}” was moved or deleted before it could be read.") from exc
-    except Image.DecompressionBombError as exc:
-        raise _too_many_pixels(shown, None) from exc
-    except Exception as exc:  # Pillow raises OSError, SyntaxError, ValueError... for bad data
-        raise _unreadable(shown, exc) from exc
     mime = MIME_OF_FORMAT.get(fmt)
     if mime is None:
         raise AttachError(
@@ -157,6 +161,9 @@ def inspect_image(path: Path, *, name: str | None = None) -> tuple[int, int, str
 def oriented_size(path: Path) -> tuple[int, int]:
     """(width, height) as shown, from the header alone (no decoding): for estimates of an
     image inspected before. (0, 0) when the file cannot say."""
+    from PIL import Image
+
+    _quiet_pillow()
     try:
         with Image.open(path) as im:
             return _oriented(im, *im.size)
@@ -172,23 +179,18 @@ def prepare_image(
     scaled down with Lanczos to the profile's limits (never up), PNG when it has
     transparency or few colours, else JPEG at quality 85, and at most ``max_bytes``.
     An animated GIF or WebP sends its first frame."""
+    from PIL import Image, ImageOps
+
+    _quiet_pillow()
     shown = name or getattr(path, "name", "") or "image"
-    try:
-        with Image.open(path) as src:
-            _check_pixels(shown, src.size)
-            if src.format in ("JPEG", "MPO"):  # decode at the smallest scale still >= target
-                src.draft(src.mode, profile.fit(*src.size))
-            src.load()
-            icc = src.info.get("icc_profile")
-            im = ImageOps.exif_transpose(src)
-    except AttachError:
-        raise
-    except FileNotFoundError as exc:
-        raise AttachError(f"“{shown}” is no longer in SIMI Multi's attachments folder.") from exc
-    except Image.DecompressionBombError as exc:
-        raise _too_many_pixels(shown, None) from exc
-    except Exception as exc:
-        raise _unreadable(shown, exc) from exc
+    gone = f"“{shown}” is no longer in SIMI Multi's attachments folder."
+    with _read_errors(shown, gone=gone), Image.open(path) as src:
+        _check_pixels(shown, src.size)
+        if src.format in ("JPEG", "MPO"):  # decode at the smallest scale still >= target
+            src.draft(src.mode, profile.fit(*src.size))
+        src.load()
+        icc = src.info.get("icc_profile")
+        im = ImageOps.exif_transpose(src)
     im = _to_srgb(im, icc)
     im, alpha = _plain_mode(im)
     target = profile.fit(*im.size)
@@ -207,6 +209,24 @@ def prepare_image_bytes(data: bytes, profile: ImageProfile, *, name: str) -> Ima
 
 
 # internals -------------------------------------------------------------------------------------
+
+
+@contextmanager
+def _read_errors(shown: str, *, gone: str) -> Iterator[None]:
+    """Pillow's failures to read the image ``shown`` as ``AttachError``s in words; ``gone``:
+    what to say when the file is not there."""
+    from PIL import Image
+
+    try:
+        yield
+    except AttachError:
+        raise
+    except FileNotFoundError as exc:
+        raise AttachError(gone) from exc
+    except Image.DecompressionBombError as exc:
+        raise _too_many_pixels(shown, None) from exc
+    except Exception as exc:  # Pillow raises OSError, SyntaxError, ValueError... for bad data
+        raise _unreadable(shown, exc) from exc
 
 
 def _oriented(im: Image.Image, width: int, height: int) -> tuple[int, int]:
@@ -240,6 +260,8 @@ def _unreadable(name: str, exc: BaseException) -> AttachError:
 def _to_srgb(im: Image.Image, icc: bytes | None) -> Image.Image:
     """Convert a picture with a colour profile (a phone's Display P3, a printer's CMYK) to
     sRGB: the profile is stripped with the rest, and without it the colours would shift."""
+    from PIL import ImageCms
+
     if not icc or im.mode not in ("RGB", "RGBA", "CMYK"):
         return im
     try:
@@ -285,6 +307,8 @@ def _encode_within(
 ) -> tuple[bytes, Image.Image]:
     """Encode, stepping JPEG quality down (to 55), then the size (by 0.8 each time), until the
     file fits ``max_bytes``."""
+    from PIL import Image
+
     quality = JPEG_QUALITY
     for _ in range(24):
         data = _encode(im, png, quality)

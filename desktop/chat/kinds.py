@@ -13,21 +13,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import httpx
+from typing import TYPE_CHECKING
 
 from desktop.errors import ValidationError
-from desktop.llm import anthropic, gemini
-from desktop.llm.anthropic import AnthropicProvider
 from desktop.llm.errors import LocalModelError
-from desktop.llm.gemini import GeminiProvider
-from desktop.llm.openai_compat import OpenAICompatProvider
-from desktop.llm.presets import PRESETS, Preset
+from desktop.llm.presets import ANTHROPIC_BASE_URL, GEMINI_BASE_URL, PRESETS, Preset
 from desktop.llm.provider import Provider
 from desktop.local.loading import LoadParams, default_threads
 from desktop.local.provider import LocalProvider, LocalRuntime
 from desktop.local.starter import resolve_model_path
 from desktop.store.agents import Agent
+
+if TYPE_CHECKING:  # the HTTP providers load with their first call, not with this registry
+    import httpx
 
 DEFAULT_STALL_TIMEOUT_S = 60.0
 NEUTRAL_BADGE_COLOR = "#6b7280"  # a kind that is not (or no longer) registered
@@ -178,6 +176,8 @@ def _local(spec: ProviderSpec) -> Provider:
 
 
 def _openai(spec: ProviderSpec) -> Provider:
+    from desktop.llm.openai_compat import OpenAICompatProvider
+
     return OpenAICompatProvider(
         spec.base_url,
         spec.api_key,
@@ -188,11 +188,16 @@ def _openai(spec: ProviderSpec) -> Provider:
     )
 
 
-def _keyed_first(cls: type[AnthropicProvider] | type[GeminiProvider]) -> Factory:
-    """Factory of a provider class that takes the key first and the URL as a keyword."""
+def _keyed_first(module: str, class_name: str) -> Factory:
+    """Factory of a provider class (``desktop.llm.<module>.<class_name>``) that takes the key
+    first and the URL as a keyword. The module (and httpx with it) is imported by the first
+    build: reading the registry at start-up loads no HTTP code."""
 
     def build(spec: ProviderSpec) -> Provider:
-        return cls(
+        from importlib import import_module
+
+        cls = getattr(import_module(f"desktop.llm.{module}"), class_name)
+        provider: Provider = cls(
             spec.api_key,
             base_url=spec.base_url,
             label=spec.label,
@@ -200,6 +205,7 @@ def _keyed_first(cls: type[AnthropicProvider] | type[GeminiProvider]) -> Factory
             ca_bundle=spec.agent.ca_bundle,
             client=spec.client,
         )
+        return provider
 
     return build
 
@@ -248,16 +254,16 @@ for _name, _label, _cls, _url, _color, _hint in (
     (
         "anthropic",
         "Anthropic",
-        AnthropicProvider,
-        anthropic.DEFAULT_BASE_URL,
+        "AnthropicProvider",
+        ANTHROPIC_BASE_URL,
         "#d97757",
         "e.g. claude-3-5-sonnet-latest",
     ),
     (
         "gemini",
         "Google Gemini",
-        GeminiProvider,
-        gemini.DEFAULT_BASE_URL,
+        "GeminiProvider",
+        GEMINI_BASE_URL,
         "#e0a100",
         "e.g. gemini-1.5-flash",
     ),
@@ -266,7 +272,7 @@ for _name, _label, _cls, _url, _color, _hint in (
         ProviderKind(
             _name,
             _label,
-            _keyed_first(_cls),
+            _keyed_first(_name, _cls),
             needs_key=True,
             default_base_url=_url,
             badge_color=_color,

@@ -10,7 +10,7 @@ saved yet.
 
 from __future__ import annotations
 
-import httpx
+from typing import TYPE_CHECKING
 
 from desktop.chat.agents import AgentService
 from desktop.chat.kinds import DEFAULT_STALL_TIMEOUT_S, ProviderKind, ProviderSpec, get_kind
@@ -20,6 +20,9 @@ from desktop.llm.provider import Provider
 from desktop.llm.retry import RetryingProvider
 from desktop.local.provider import LocalRuntime
 from desktop.store.agents import Agent
+
+if TYPE_CHECKING:
+    import httpx
 
 
 def endpoint_label(agent: Agent) -> str:

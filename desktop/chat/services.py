@@ -5,8 +5,7 @@ from __future__ import annotations
 import logging
 import logging.handlers
 from dataclasses import dataclass, field
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from desktop.chat.agents import AgentService
 from desktop.chat.attachments import AttachmentService
@@ -38,6 +37,9 @@ from desktop.store.tool_steps import ToolStepStore
 from desktop.store.tools import ToolStore
 from desktop.tools.config import McpConfig
 from desktop.tools.manager import McpManager
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 log = logging.getLogger("simi")
 

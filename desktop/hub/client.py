@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
-
-import httpx
 
 from desktop.errors import UserError
 from desktop.hub.names import repo_id
 from desktop.settings.secrets import SECRETS_SEEN, redact
 from desktop.settings.version import app_version
+
+if TYPE_CHECKING:  # httpx loads with the first client: the Models page opens without it
+    import httpx
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 TOKEN_REF = "huggingface-hub"  # the keyring entry (SecretStore key_ref) holding the access token
@@ -77,11 +78,15 @@ class HubClient:
         self._token = token or None
         if self._token:
             SECRETS_SEEN.add(self._token)
+        import httpx
+
+        from desktop.hub.token_auth import HubToken
+
         headers = {"User-Agent": f"simi-multi/{app_version()}"}
         # The token goes only to the hub's own origin (scheme, host, port): a request to any
         # other (a pagination link elsewhere) is sent without it, and httpx drops it when a
         # redirect leaves the origin (the hub's CDN links are signed URLs).
-        auth = _HubToken(self._token, self.endpoint) if self._token else None
+        auth = HubToken(self._token, self.endpoint) if self._token else None
         self._http = httpx.Client(
             headers=headers,
             auth=auth,
@@ -162,6 +167,8 @@ class HubClient:
     ) -> Iterator[httpx.Response]:
         """A streamed GET of a file from byte ``start`` (a Range request when > 0); the
         response's status is checked (2xx) before it is yielded."""
+        import httpx
+
         url = self.file_url(repo, path, revision)
         headers = {"Range": f"bytes={start}-"} if start > 0 else {}
         what = f"{path} of {repo}"
@@ -185,6 +192,8 @@ class HubClient:
 
     # -- errors ----------------------------------------------------------------------------
     def transport_error(self, exc: httpx.HTTPError, what: str) -> HubError:
+        import httpx
+
         host = _host(self.endpoint)
         if isinstance(exc, httpx.TimeoutException):
             text = f"The hub at {host} did not answer in time while fetching {what}. Try again."
@@ -242,6 +251,8 @@ class HubClient:
         headers: dict[str, str] | None = None,
         what: str,
     ) -> httpx.Response:
+        import httpx
+
         try:
             response = self._http.request(method, url, params=params, headers=headers)
         except httpx.HTTPError as exc:
@@ -261,6 +272,8 @@ class HubClient:
 
 
 def _host(endpoint: str) -> str:
+    import httpx
+
     return httpx.URL(endpoint).host or endpoint
 
 
@@ -282,24 +295,6 @@ def _server_message(response: httpx.Response) -> str:
 def _quote_repo(repo: str) -> str:
     """``repo`` checked (``BadName``, a ``UserError``, before anything is sent) and quoted."""
     return quote(repo_id(repo), safe="/")
-
-
-def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
-    scheme = url.scheme.lower()
-    return scheme, url.host.lower(), url.port or {"http": 80, "https": 443}.get(scheme)
-
-
-class _HubToken(httpx.Auth):
-    """``Authorization: Bearer <token>`` on requests to the hub's origin only."""
-
-    def __init__(self, token: str, endpoint: str) -> None:
-        self._header = f"Bearer {token}"
-        self._origin = _origin(httpx.URL(endpoint))
-
-    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        if _origin(request.url) == self._origin:
-            request.headers["Authorization"] = self._header
-        yield request
 
 
 def _next_link(response: httpx.Response) -> str | None:

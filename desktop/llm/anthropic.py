@@ -41,6 +41,7 @@ from desktop.llm.events import (
     ToolCall,
     Usage,
 )
+from desktop.llm.presets import ANTHROPIC_BASE_URL
 from desktop.llm.provider import ChatMessage, ChatRequest
 from desktop.llm.tool_wire import (
     arguments_object,
@@ -53,7 +54,7 @@ from desktop.llm.tool_wire import (
 from desktop.llm.transport import HostedOptions, HostedProvider, HttpEndpoint, ReplyReader
 from desktop.llm.wire import base64_of, sampling_fields, whole
 
-DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
+DEFAULT_BASE_URL = ANTHROPIC_BASE_URL
 API_VERSION = "2023-06-01"
 # The Messages API requires max_tokens; 4096 is the largest output every current model accepts.
 DEFAULT_MAX_TOKENS = 4096

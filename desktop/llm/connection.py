@@ -5,8 +5,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import httpx
-
 from desktop.errors import UserError, ValidationError
 from desktop.llm.errors import AuthError, ProviderUnavailable
 from desktop.llm.provider import Provider
@@ -40,6 +38,8 @@ async def test_connection(provider: Provider, *, label: str) -> ConnectionReport
         return ConnectionReport(True, False, _ms(started), None, exc.user_message, (), exc.kind)
     except (ProviderUnavailable, ValidationError) as exc:
         # Transport failures are raised from httpx errors; an HTTP 5xx means it did answer.
+        import httpx  # loaded by then: the provider has made its request
+
         answered = isinstance(exc, ProviderUnavailable) and not isinstance(
             exc.__cause__, httpx.TransportError
         )

@@ -45,6 +45,7 @@ from desktop.llm.events import (
     ToolCall,
     Usage,
 )
+from desktop.llm.presets import GEMINI_BASE_URL
 from desktop.llm.provider import ChatMessage, ChatRequest, ToolSpec
 from desktop.llm.tool_wire import (
     arguments_object,
@@ -57,7 +58,7 @@ from desktop.llm.tool_wire import (
 from desktop.llm.transport import HostedOptions, HostedProvider, HttpEndpoint, ReplyReader
 from desktop.llm.wire import base64_of, sampling_fields, whole
 
-DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
+DEFAULT_BASE_URL = GEMINI_BASE_URL
 _FINISH: dict[str, FinishReason] = {
     "STOP": "stop",
     "MAX_TOKENS": "length",

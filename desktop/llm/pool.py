@@ -25,12 +25,13 @@ import logging
 import os
 from collections.abc import AsyncIterator, Hashable
 from dataclasses import dataclass, field
-
-import httpx
+from typing import TYPE_CHECKING
 
 from desktop.llm.events import StreamEvent
 from desktop.llm.provider import ChatRequest, Provider
-from desktop.llm.transport import new_client
+
+if TYPE_CHECKING:  # httpx loads with the first client (desktop.preload: after first paint)
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +127,8 @@ class ClientPool:
         self._forget_closed_loops()
         entry = self._entries.get((id(loop), key))
         if entry is None or entry.loop is not loop:
+            from desktop.llm.transport import new_client
+
             client = new_client(
                 stall_timeout_s=key.stall_timeout_s,
                 connect_timeout_s=key.connect_timeout_s,

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from desktop.llm import anthropic, gemini
+# The hosted APIs' own addresses; their providers read them from here (this module stays free
+# of HTTP code, so the kinds' registry can be read at start-up without loading httpx).
+ANTHROPIC_BASE_URL = "https://api.anthropic.com/v1"
+GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,8 +29,8 @@ class Preset:
 
 PRESETS: tuple[Preset, ...] = (
     Preset("openai", "OpenAI", "openai", "https://api.openai.com/v1", True),
-    Preset("anthropic", "Anthropic", "anthropic", anthropic.DEFAULT_BASE_URL, True),
-    Preset("gemini", "Google Gemini", "gemini", gemini.DEFAULT_BASE_URL, True),
+    Preset("anthropic", "Anthropic", "anthropic", ANTHROPIC_BASE_URL, True),
+    Preset("gemini", "Google Gemini", "gemini", GEMINI_BASE_URL, True),
     Preset("groq", "Groq", "openai-compatible", "https://api.groq.com/openai/v1", True),
     Preset("openrouter", "OpenRouter", "openai-compatible", "https://openrouter.ai/api/v1", True),
     Preset("mistral", "Mistral", "openai-compatible", "https://api.mistral.ai/v1", True),

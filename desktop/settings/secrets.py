@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import logging
 import threading
-
-import keyring
-import keyring.backend
-import keyring.backends.chainer
-import keyring.errors
+from typing import TYPE_CHECKING
 
 from desktop.errors import UserError
+
+if TYPE_CHECKING:  # keyring loads with the first use of a key (see SecretStore._backend)
+    import keyring.backend
 
 log = logging.getLogger("simi.secrets")
 
@@ -101,6 +100,8 @@ def _dotted(backend: object) -> str:
 
 
 def _chained(backend: object) -> list[object]:
+    import keyring.backends.chainer
+
     if not isinstance(backend, keyring.backends.chainer.ChainerBackend):
         return []
     try:
@@ -113,6 +114,8 @@ def _is_real(backend: object) -> bool:
     """A backend of the OS keyring: no class it is built from comes from a plaintext/file
     package (``keyrings.alt``, ``keyrings.cryptfile``), the null or the fail backend, and it
     has a positive priority. A chainer is never real by itself (see ``available``)."""
+    import keyring.backends.chainer
+
     if isinstance(backend, keyring.backends.chainer.ChainerBackend):
         return False
     for cls in type(backend).__mro__:
@@ -141,9 +144,27 @@ class SecretStore:
     """Keys by endpoint id, in the OS keyring or (by consent) in memory for this run."""
 
     def __init__(self, backend: keyring.backend.KeyringBackend | None = None) -> None:
-        self._backend = backend if backend is not None else keyring.get_keyring()
+        # keyring picks its backend by importing and probing each one it knows (D-Bus for
+        # Secret Service): ~90 ms, so it is done on first use, not when the window opens
+        # (desktop.preload does it on a background thread after the first paint).
+        self._chosen = backend
+        self._choosing = threading.Lock()
         self._memory: dict[str, str] = {}
         self._memory_allowed = False
+
+    @property
+    def _backend(self) -> keyring.backend.KeyringBackend:
+        if self._chosen is None:
+            with self._choosing:
+                if self._chosen is None:
+                    import keyring
+
+                    self._chosen = keyring.get_keyring()
+        return self._chosen
+
+    def choose_backend(self) -> None:
+        """Pick the keyring backend now (a background thread's warm-up)."""
+        _ = self._backend
 
     @property
     def backend_name(self) -> str:
@@ -158,6 +179,8 @@ class SecretStore:
     def available(self) -> bool:
         """True when a real OS keyring backend is in use: not a plaintext/file or null one,
         and not a chainer that would hand a key to one of those."""
+        import keyring.backends.chainer
+
         if isinstance(self._backend, keyring.backends.chainer.ChainerBackend):
             try:
                 inner = list(self._backend.backends)
@@ -192,6 +215,8 @@ class SecretStore:
         if not self.available:
             value = self._memory.get(name)
         else:
+            import keyring.errors  # loaded with the backend
+
             try:
                 value = self._backend.get_password(SERVICE, name)
             except keyring.errors.KeyringError as exc:
@@ -210,6 +235,8 @@ class SecretStore:
         if not self.available:
             self._memory[name] = value
             return
+        import keyring.errors  # loaded with the backend
+
         try:
             self._backend.set_password(SERVICE, name, value)
         except keyring.errors.KeyringError as exc:
@@ -223,6 +250,8 @@ class SecretStore:
         self._memory.pop(name, None)
         if not self.available:
             return
+        import keyring.errors  # loaded with the backend
+
         try:
             self._backend.delete_password(SERVICE, name)
         except keyring.errors.PasswordDeleteError:

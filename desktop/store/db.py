@@ -157,6 +157,27 @@ class Database(sqlite_utils.Database):
             self._conns[threading.get_ident()] = (threading.current_thread(), conn)
         return conn
 
+    def executescript(self, sql: str) -> sqlite3.Cursor:
+        """Run several statements. Inside a transaction (a migration step) statement by
+        statement, as sqlite-utils does (``sqlite3``'s own would COMMIT first), but cut at each
+        ``;`` that completes a statement rather than testing every character (that made a new
+        database's migrations take ~100 ms of the first start)."""
+        conn = self.conn
+        if not conn.in_transaction:
+            return conn.executescript(sql)
+        cursor = conn.cursor()
+        start, end = 0, sql.find(";")
+        while end != -1:
+            statement = sql[start : end + 1].strip()
+            if sqlite3.complete_statement(statement):
+                cursor.execute(statement)
+                start = end + 1
+            end = sql.find(";", end + 1)
+        rest = sql[start:].strip()
+        if rest:
+            cursor.execute(rest)
+        return cursor
+
     def connections(self) -> int:
         """How many threads hold a connection now (for tests and logs)."""
         with self._lock:

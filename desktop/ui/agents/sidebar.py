@@ -5,6 +5,7 @@ which agent answers a conversation that is already open."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QPoint, Qt, Signal
 from PySide6.QtGui import QIcon
@@ -21,11 +22,11 @@ from desktop.chat import agent_status
 from desktop.chat.model_library import ModelLibrary
 from desktop.chat.services import Services
 from desktop.store.agents import Agent
-from desktop.ui.agents.editor import AgentEditorDialog, attach_memory_estimate
-from desktop.ui.agents.local import attach_model_picker
-from desktop.ui.agents.memory_estimate import MemoryEstimateView
 from desktop.ui.kit.resources import agent_badge
 from desktop.ui.kit.widgets import ID_ROLE, SUBTITLE_ROLE, TwoLineDelegate, hbox, vbox, warn
+
+if TYPE_CHECKING:  # the editor is built when it is opened, not with the window
+    from desktop.ui.agents.editor import AgentEditorDialog
 
 BADGE_PX = 30
 
@@ -192,6 +193,10 @@ class AgentSidebar(QWidget):
 
     # agent actions ---------------------------------------------------------------------------
     def editor(self, agent: Agent | None) -> AgentEditorDialog:
+        from desktop.ui.agents.editor import AgentEditorDialog, attach_memory_estimate
+        from desktop.ui.agents.local import attach_model_picker
+        from desktop.ui.agents.memory_estimate import MemoryEstimateView
+
         dialog = AgentEditorDialog(
             self.services.agents,
             self.services.secrets,

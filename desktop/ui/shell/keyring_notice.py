@@ -137,4 +137,8 @@ def add_keyring_notice(
     if central is not None:
         layout.addWidget(central, 1)
     window.setCentralWidget(host)
+    if window.isVisible():  # added after the first paint: show it now, not a loop turn later
+        host.show()
+        if central is not None:
+            central.show()
     return notice

@@ -5,6 +5,11 @@ The "chat" page is a stack of ``ConversationPane``s, one per open conversation, 
 conversation streams on its own: switching conversations never stops, blocks or re-targets a
 reply, and each pane keeps its own unsent draft. ``add_page(name, widget, label)`` adds another
 page (e.g. Models) with a button in the sidebar's page bar; ``show_page(name)`` switches to it.
+
+Only the chat page is built before the first paint. The other pages are added as builders:
+each is built when first shown (or asked for, e.g. ``window.stats_page``), and
+``build_pages_when_idle`` builds the rest one per idle moment after start-up, after the
+modules they need were loaded off the GUI thread (``desktop.preload``).
 """
 
 from __future__ import annotations
@@ -13,8 +18,9 @@ import asyncio
 import base64
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Generic, TypeVar, cast
 
-from PySide6.QtCore import QByteArray, Qt, Signal
+from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QGuiApplication
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -30,33 +36,39 @@ from PySide6.QtWidgets import (
 
 from desktop.chat import agent_status
 from desktop.chat.services import Services, idle_unload_seconds
+from desktop.serve.config import PREF_AUTOSTART as PREF_SERVER_AUTOSTART
 from desktop.store.agents import Agent
 from desktop.store.watch import ChangeWatch
 from desktop.ui.agents.sidebar import AgentSidebar
-from desktop.ui.compare.page import ComparePage
 from desktop.ui.conversation.browser import ConversationBrowser
 from desktop.ui.conversation.pane import ConversationPane
 from desktop.ui.kit.elided_label import ElidedLabel
 from desktop.ui.kit.resources import app_icon
 from desktop.ui.kit.widgets import ask_text, confirm, plain_label, vbox
-from desktop.ui.models.page import ModelsPage
-from desktop.ui.server.page import ServerPage
 from desktop.ui.settings.dialog import SettingsDialog, footer_mode
 from desktop.ui.shell import transfer
-from desktop.ui.shell.keyring_notice import add_keyring_notice
+from desktop.ui.shell.keyring_notice import KeyringNotice, add_keyring_notice
 from desktop.ui.shell.menus import build_menus
 from desktop.ui.shell.page_bar import PageBar
 from desktop.ui.shell.pane_stack import PaneStack
 from desktop.ui.shell.shortcuts import ShortcutsSheet
 from desktop.ui.shell.store_watch import watch_store
 from desktop.ui.shell.window_fit import keep_minimum_sizes
-from desktop.ui.stats.dashboard import StatsPage
+
+if TYPE_CHECKING:  # built when first shown: their modules load after the first paint
+    from desktop.ui.compare.page import ComparePage
+    from desktop.ui.models.page import ModelsPage
+    from desktop.ui.server.page import ServerPage
+    from desktop.ui.stats.dashboard import StatsPage
 
 log = logging.getLogger("simi.ui")
 
 PREF_GEOMETRY = "ui.window_geometry"
 PREF_SPLITTER = "ui.splitter_state"
 PREF_SIDEBAR = "ui.sidebar_splitter_state"
+IDLE_BUILD_MS = 400  # between two pages built after start-up (a person reads meanwhile)
+
+PageBuilder = Callable[[], QWidget]
 
 
 def _encode(data: QByteArray) -> str:
@@ -72,6 +84,19 @@ def _decode(text: object) -> QByteArray | None:
         return None
 
 
+P = TypeVar("P", bound=QWidget)
+
+
+class _Page(Generic[P]):
+    """``window.stats_page`` and the like: that page, built when first asked for."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, window: MainWindow, owner: object) -> P:
+        return cast(P, window.page(self.name))
+
+
 class MainWindow(QMainWindow):
     """Signals:
     closed(): once the window has closed (streaming replies stopped, state saved).
@@ -80,12 +105,19 @@ class MainWindow(QMainWindow):
 
     closed = Signal()
     model_state_changed = Signal(str, str)
+    models_page: _Page[ModelsPage] = _Page("models")
+    stats_page: _Page[StatsPage] = _Page("stats")
+    compare_page: _Page[ComparePage] = _Page("compare")
+    server_page: _Page[ServerPage] = _Page("server")
 
     def __init__(self, services: Services, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.services = services
         self._closing = False
         self._pages: dict[str, QWidget] = {}
+        self._builders: dict[str, PageBuilder] = {}  # pages not built yet
+        self._keyring_checked = False
+        self._info_bar: KeyringNotice | None = None
         self._page_buttons: dict[str, QToolButton] = {}
         self._footer_mode = footer_mode(services.prefs)
 
@@ -117,23 +149,11 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(1, 1)
         self.setCentralWidget(self.splitter)
         self._min_sizes = keep_minimum_sizes(self)  # 720x480 and a 220 px sidebar, x text size
-        self.info_bar = add_keyring_notice(self, services.secrets, services.prefs)
         self.add_page("chat", self._build_chat_page(), "Chat")
-        self.models_page = ModelsPage(services)
-        self.models_page.agent_created.connect(lambda _agent: self.reload_agents())
-        self.add_page("models", self.models_page, "Models")
-        self.stats_page = StatsPage(
-            services,
-            open_reply=lambda conv_id, focus_id: self.open_conversation(conv_id, focus_id),
-            ask_save_path=lambda *args: self.ask_save_path(*args),
-        )
-        self.add_page("stats", self.stats_page, "Stats")
-        self.compare_page = ComparePage(services, self.ask_save_path, self.ask_open_path)
-        self.add_page("compare", self.compare_page, "Compare")
-        self.compare_page.continue_requested.connect(self._continue_compared)
-        self.server_page = ServerPage(services)
-        self.add_page("server", self.server_page, "Server")
-        self.server_page.status.connect(self._say)
+        self.add_page("models", self._build_models_page, "Models")
+        self.add_page("stats", self._build_stats_page, "Stats")
+        self.add_page("compare", self._build_compare_page, "Compare")
+        self.add_page("server", self._build_server_page, "Server")
 
         emit_state = self.model_state_changed.emit
         self._state_listener = lambda state, detail: emit_state(state, detail)
@@ -146,7 +166,6 @@ class MainWindow(QMainWindow):
         self.browser.deleted.connect(self._conversation_deleted)
         self.browser.export_requested.connect(self.export_conversation)
         self.browser.status.connect(self._say)
-        self.stats_page.status.connect(self._say)
 
         self._actions = build_menus(self)
         self._restore_state()
@@ -157,13 +176,19 @@ class MainWindow(QMainWindow):
         self.store_watch.changed.connect(self.refresh_from_store)
 
     # pages -----------------------------------------------------------------------------------
-    def add_page(self, name: str, widget: QWidget, label: str | None = None) -> None:
+    def add_page(self, name: str, page: QWidget | PageBuilder, label: str | None = None) -> None:
         """Add a right-hand page with a button in the sidebar's page bar ("chat" is first).
 
+        ``page``: the widget, or a function that builds it when the page is first shown.
         The bar appears once there is more than one page.
         """
         if name in self._pages:
             raise ValueError(f"a page called {name!r} exists")
+        if isinstance(page, QWidget):
+            widget = page
+        else:
+            widget = QWidget()  # stands in until the page is built
+            self._builders[name] = page
         self._pages[name] = widget
         self.pages.addWidget(widget)
         button = QToolButton()
@@ -182,8 +207,82 @@ class MainWindow(QMainWindow):
     def _page_slot(self, name: str) -> Callable[[], None]:
         return lambda: self.show_page(name)
 
+    def page(self, name: str) -> QWidget:
+        """The page called ``name``, built now if it was not yet."""
+        builder = self._builders.pop(name, None)
+        if builder is not None:
+            stand_in = self._pages[name]
+            widget = builder()
+            self.pages.insertWidget(self.pages.indexOf(stand_in), widget)
+            if self.pages.currentWidget() is stand_in:
+                self.pages.setCurrentWidget(widget)
+            self.pages.removeWidget(stand_in)
+            stand_in.deleteLater()
+            self._pages[name] = widget
+        return self._pages[name]
+
+    def page_built(self, name: str) -> bool:
+        return name in self._pages and name not in self._builders
+
+    def build_pages_when_idle(self, interval_ms: int = IDLE_BUILD_MS) -> None:
+        """Build the pages not built yet, one per ``interval_ms`` (the server page at once
+        when it starts with the app), so that the first click on one shows it at once."""
+        if self.services.prefs.get(PREF_SERVER_AUTOSTART, False):
+            self.page("server")
+
+        def next_page() -> None:
+            if self._closing or not self._builders:
+                return
+            self.page(next(iter(self._builders)))
+            QTimer.singleShot(interval_ms, next_page)
+
+        QTimer.singleShot(interval_ms, next_page)
+
+    def _build_models_page(self) -> QWidget:
+        from desktop.ui.models.page import ModelsPage
+
+        page = ModelsPage(self.services)
+        page.agent_created.connect(lambda _agent: self.reload_agents())
+        return page
+
+    def _build_stats_page(self) -> QWidget:
+        from desktop.ui.stats.dashboard import StatsPage
+
+        page = StatsPage(
+            self.services,
+            open_reply=lambda conv_id, focus_id: self.open_conversation(conv_id, focus_id),
+            ask_save_path=lambda *args: self.ask_save_path(*args),
+        )
+        page.status.connect(self._say)
+        return page
+
+    def _build_compare_page(self) -> QWidget:
+        from desktop.ui.compare.page import ComparePage
+
+        page = ComparePage(self.services, self.ask_save_path, self.ask_open_path)
+        page.continue_requested.connect(self._continue_compared)
+        return page
+
+    def _build_server_page(self) -> QWidget:
+        from desktop.ui.server.page import ServerPage
+
+        page = ServerPage(self.services)
+        page.status.connect(self._say)
+        return page
+
+    # the keyring notice ----------------------------------------------------------------------
+    @property
+    def info_bar(self) -> KeyringNotice | None:
+        """The notice across the top when no real keyring is available. Checked once: after
+        the first paint, once the keyring's backend was chosen off the GUI thread
+        (``desktop.preload``); asked for sooner, it is chosen now."""
+        if not self._keyring_checked:
+            self._keyring_checked = True
+            self._info_bar = add_keyring_notice(self, self.services.secrets, self.services.prefs)
+        return self._info_bar
+
     def show_page(self, name: str) -> None:
-        widget = self._pages[name]
+        widget = self.page(name)
         self.pages.setCurrentWidget(widget)
         self._page_buttons[name].setChecked(True)
         refresh = getattr(widget, "refresh", None)
@@ -261,7 +360,9 @@ class MainWindow(QMainWindow):
     @property
     def busy(self) -> bool:
         """Some conversation has a reply streaming (or a comparison, or a prompt set runs)."""
-        return any(p.busy for p in self.panes) or self.compare_page.busy
+        return any(p.busy for p in self.panes) or (
+            self.page_built("compare") and self.compare_page.busy
+        )
 
     def _make_pane(self, agent: Agent | None, conversation_id: int | None) -> ConversationPane:
         return ConversationPane(
@@ -352,7 +453,8 @@ class MainWindow(QMainWindow):
         by_id = {a.id: a for a in agents if a.id is not None}
         for pane in self.panes:
             pane.presenter.refresh_agent(by_id)
-        self.compare_page.refresh_agents(by_id)
+        if self.page_built("compare"):
+            self.compare_page.refresh_agents(by_id)
         new = self.pane_stack.new_pane
         if new is not None and new.agent is None and agents:
             new.set_agent(agents[0])
@@ -438,7 +540,8 @@ class MainWindow(QMainWindow):
         dialog = SettingsDialog.for_services(self.services, self)
         if dialog.exec():
             self._footer_mode = footer_mode(self.services.prefs)
-            for pane in [*self.panes, *self.compare_page.panes]:
+            compared = self.compare_page.panes if self.page_built("compare") else []
+            for pane in [*self.panes, *compared]:
                 pane.transcript.set_footer_mode(self._footer_mode)
             self.services.local.set_idle_unload(idle_unload_seconds(self.services.prefs))
         dialog.deleteLater()
@@ -494,8 +597,10 @@ class MainWindow(QMainWindow):
     async def wait_idle(self) -> None:
         """Until every streaming reply has finished and been stored."""
         await asyncio.gather(*(pane.presenter.wait() for pane in self.panes))
-        await self.compare_page.wait_idle()
-        await self.server_page.stop()  # API calls under way end as cancelled
+        if self.page_built("compare"):
+            await self.compare_page.wait_idle()
+        if self.page_built("server"):
+            await self.server_page.stop()  # API calls under way end as cancelled
 
     def closeEvent(self, event: QCloseEvent) -> None:
         """Save the layout, stop every streaming reply (partial text is kept), close."""
@@ -506,6 +611,7 @@ class MainWindow(QMainWindow):
             self.services.local.remove_listener(self._state_listener)
             for pane in self.panes:
                 pane.presenter.stop()
-            self.compare_page.stop()
+            if self.page_built("compare"):
+                self.compare_page.stop()
             self.closed.emit()
         event.accept()

@@ -1,0 +1,59 @@
+"""The window's start-up loads only what its first screen needs.
+
+The heavy packages below load after the first paint, off the GUI thread (``desktop.preload``),
+or at their first use. The test starts the real app (``simi`` with no arguments, offscreen, a
+new SIMI_HOME) and reads ``sys.modules`` at the main window's first paint event, so it is
+deterministic: no timing is involved. A failure names the chain of imports that pulled the
+package in, which is the import to make lazy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# package -> why it must wait
+HEAVY = {
+    "httpx": "the remote providers' HTTP stack",
+    "httpcore": "the remote providers' HTTP stack",
+    "anyio": "the remote providers' HTTP stack and the API server",
+    "numpy": "pulled in by sqlite-utils and llama-cpp-python, never needed by the window",
+    "pygments": "code highlighting lexers (pulled in by httpx's command line)",
+    "genai_prices": "the price list",
+    "mcp": "the MCP SDK (tools)",
+    "starlette": "the API server",
+    "uvicorn": "the API server",
+    "pypdf": "PDF attachments",
+    "PIL": "image attachments",
+    "keyring": "the keyring's backend (chosen on a worker thread after the first paint)",
+    "llama_cpp": "llama.cpp runs in its worker process, never in the window's",
+}
+
+
+def test_the_first_paint_waits_for_no_heavy_package(tmp_path: Path) -> None:
+    env = dict(os.environ, SIMI_HOME=str(tmp_path / "home"), QT_QPA_PLATFORM="offscreen")
+    out = subprocess.run(
+        [sys.executable, "-m", "tests.helpers.first_paint_modules", *HEAVY],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = [line for line in out.stdout.splitlines() if line.startswith('{"modules"')]
+    assert lines, f"the window never painted (rc {out.returncode}):\n{out.stderr[-3000:]}"
+    report = json.loads(lines[0])
+    loaded = {name.partition(".")[0] for name in report["modules"]}
+    assert "desktop" in loaded and "PySide6" in loaded  # it really was the window
+    early = {
+        name: f"{why}; first imported by {report['first_importers'].get(name, '?')}"
+        for name, why in HEAVY.items()
+        if name in loaded
+    }
+    assert early == {}
+    assert out.returncode == 0, out.stderr[-3000:]
