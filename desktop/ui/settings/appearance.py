@@ -14,6 +14,12 @@ from PySide6.QtWidgets import QApplication
 from desktop.settings.prefs import TEXT_SIZES, Preferences, text_size_choice, theme_choice
 from desktop.ui.kit import theme
 
+PREF_FOOTER = "ui.stats_footer"
+FOOTER_CHOICES = (
+    ("always", "Always"),
+    ("hover", "When the pointer is on the message"),
+    ("never", "Never"),
+)
 THEME_CHOICES = (
     ("system", "Same as the system"),
     ("light", "Light"),
@@ -45,3 +51,9 @@ def apply(app: QApplication, theme_name: str, text_size: str) -> None:
 
 def apply_saved(app: QApplication, prefs: Preferences) -> None:
     apply(app, theme_choice(prefs), text_size_choice(prefs))
+
+
+def footer_mode(prefs: Preferences) -> str:
+    """Where a message's statistics line shows: "always", "hover" or "never"."""
+    value = prefs.get(PREF_FOOTER, "always")
+    return value if value in {k for k, _ in FOOTER_CHOICES} else "always"

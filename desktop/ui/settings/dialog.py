@@ -53,16 +53,11 @@ from desktop.ui.kit.async_door import run_blocking, start
 from desktop.ui.kit.elided_label import ElidedLabel
 from desktop.ui.kit.widgets import column_scroll, push_button
 from desktop.ui.settings import appearance
+from desktop.ui.settings.appearance import FOOTER_CHOICES, PREF_FOOTER, footer_mode
 from desktop.ui.settings.cache import CacheRuntime, CacheSection
 from desktop.ui.settings.parts import PathLabel, choice_box, group_box, note, same_widths
 from desktop.ui.settings.tools import ToolsPage
 
-PREF_FOOTER = "ui.stats_footer"
-FOOTER_CHOICES = (
-    ("always", "Always"),
-    ("hover", "When the pointer is on the message"),
-    ("never", "Never"),
-)
 IDLE_CHOICES = (
     (0, "Never"),
     (5, "After 5 minutes idle"),
@@ -87,11 +82,6 @@ DATA_NOTE = (
     "your system's keyring, never in these files."
 )
 MARGIN = 24  # room kept around the dialog on a small screen or over a small window
-
-
-def footer_mode(prefs: Preferences) -> str:
-    value = prefs.get(PREF_FOOTER, "always")
-    return value if value in {k for k, _ in FOOTER_CHOICES} else "always"
 
 
 def _tokens(n: int) -> str:

@@ -14,12 +14,23 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu
 
 from desktop import APP_NAME
-from desktop.ui.shell.about import open_about
-from desktop.ui.shell.help_guide import open_guide
+
+
+def _open_guide(window: Any) -> object:
+    from desktop.ui.shell.help_guide import open_guide  # built when asked for
+
+    return open_guide(window)
+
+
+def _open_about(window: Any) -> object:
+    from desktop.ui.shell.about import open_about
+
+    return open_about(window, window.services.paths)
+
 
 _OPENERS: dict[str, Callable[[Any], object]] = {
-    "show_guide": open_guide,
-    "show_about": lambda window: open_about(window, window.services.paths),
+    "show_guide": _open_guide,
+    "show_about": _open_about,
 }
 
 

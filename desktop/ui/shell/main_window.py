@@ -45,7 +45,7 @@ from desktop.ui.conversation.pane import ConversationPane
 from desktop.ui.kit.elided_label import ElidedLabel
 from desktop.ui.kit.resources import app_icon
 from desktop.ui.kit.widgets import ask_text, confirm, plain_label, vbox
-from desktop.ui.settings.dialog import SettingsDialog, footer_mode
+from desktop.ui.settings.appearance import footer_mode
 from desktop.ui.shell import transfer
 from desktop.ui.shell.keyring_notice import KeyringNotice, add_keyring_notice
 from desktop.ui.shell.menus import build_menus
@@ -537,6 +537,8 @@ class MainWindow(QMainWindow):
         )
 
     def open_settings(self) -> None:
+        from desktop.ui.settings.dialog import SettingsDialog
+
         dialog = SettingsDialog.for_services(self.services, self)
         if dialog.exec():
             self._footer_mode = footer_mode(self.services.prefs)
