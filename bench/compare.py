@@ -12,8 +12,11 @@ Measured:
   from this loop, so lateness above one 60 Hz frame (16 ms) would show as jank;
 - the same probe for 2 s with nothing streaming (``idle_reference``: the machine's own noise),
   the ticks inside the streaming alone (``streaming_only``: from Send's return to the first
-  column's end, without the work of starting and ending the replies), and how long Send
-  itself kept the loop (``send_blocked_ms``, per round);
+  column's end, without the work of starting and ending the replies);
+- the longest hold of the loop (a 1 ms ``Qt.PreciseTimer``'s longest gap between two ticks,
+  less its 1 ms), per round: from the Send until every column has started its reply
+  (``send_blocked_ms``: Send returns at once, the columns start in later loop turns) and
+  from the first column's end until the marks and the vote are shown (``end_blocked_ms``);
 - per-stream throughput: the stored stats row's ``decode_tok_s`` (tokens from the first to
   the last, the figure the column shows) of one stream alone (the first column sends alone)
   against each of the four when all send at once. ``worst_vs_lone`` is the slowest of the four
@@ -22,7 +25,8 @@ Measured:
     QT_QPA_PLATFORM=offscreen .venv/bin/python bench/compare.py [--rate 100] [--tokens 300]
         [--rounds 3]
 
-Prints one JSON object. Targets: ``lag_p99_ms`` < 16 and ``worst_vs_lone`` >= 0.95.
+Prints one JSON object. Targets: ``lag_p99_ms`` < 16 and ``worst_vs_lone`` >= 0.95; the
+holds within a frame (16 ms).
 """
 
 from __future__ import annotations
@@ -49,6 +53,8 @@ from remote_streams import percentile, serve
 
 STREAMS = 4
 PROBE_MS = 10
+HOLD_PROBE_MS = 1
+SETTLE_S = 0.3  # after the last column's end: the marks and the vote bar, a turn each
 IDLE_S = 2.0
 TARGET_LAG_P99_MS = 16
 TARGET_VS_LONE = 0.95
@@ -84,16 +90,26 @@ class Harness:
 
     @property
     def busy(self) -> bool:
+        if self.kind == "CompareView":  # also while a sent prompt's columns wait to start
+            return bool(self.view.busy)
         return any(pane.busy for pane in self.panes)
 
-    def send_all(self, text: str) -> list[int]:
-        """One prompt to every column; the reply message ids, left to right."""
+    def send_all(self, text: str) -> None:
+        """One prompt to every column (they may start in later loop turns: ``started``)."""
         if self.kind == "CompareView":
             assert self.view.send(text), "the compare view refused to send"
         else:
             for pane in self.panes:
                 pane.composer.setPlainText(text)
                 pane.send()
+
+    async def started(self, timeout_s: float = 30.0) -> list[int]:
+        """Once every column has started its reply: the reply message ids, left to right."""
+        deadline = time.monotonic() + timeout_s
+        while any(pane.presenter.turn is None for pane in self.panes):
+            if time.monotonic() > deadline:
+                raise TimeoutError("the columns did not start")
+            await asyncio.sleep(0.001)
         return [pane.presenter.turn.assistant_message_id for pane in self.panes]
 
     def send_one(self, text: str) -> int:
@@ -132,6 +148,33 @@ class LagProbe:
         self._timer.stop()
 
 
+class HoldProbe:
+    """The loop's holds: the gaps between a 1 ms precise timer's ticks, less the 1 ms."""
+
+    def __init__(self) -> None:
+        from PySide6.QtCore import Qt, QTimer
+
+        self.ticks: list[float] = []
+        self._timer = QTimer()
+        self._timer.setTimerType(Qt.TimerType.PreciseTimer)
+        self._timer.setInterval(HOLD_PROBE_MS)
+        self._timer.timeout.connect(lambda: self.ticks.append(time.perf_counter()))
+
+    def start(self) -> None:
+        self.ticks.append(time.perf_counter())
+        self._timer.start()
+
+    def stop(self) -> None:
+        self._timer.stop()
+        self.ticks.append(time.perf_counter())
+
+    def longest(self, start: float, end: float) -> float:
+        """The longest hold overlapping ``start`` .. ``end`` (perf_counter), ms."""
+        pairs = zip(self.ticks, self.ticks[1:], strict=False)
+        gaps = [(b - a) * 1000 - HOLD_PROBE_MS for a, b in pairs if b >= start and a <= end]
+        return max([0.0, *gaps])
+
+
 def decode_rate(services: Any, message_id: int) -> float:
     row = services.db.execute(
         "SELECT decode_tok_s, finish_reason FROM inference_stats WHERE message_id = ?",
@@ -161,16 +204,16 @@ async def rounds(services: Any, harness: Harness, count: int) -> dict[str, Any]:
     lone: list[float] = []
     many: list[list[float]] = [[] for _ in harness.panes]
     send_ms: list[float] = []
-    windows: list[tuple[float, float]] = []  # (send returned, first column finished)
+    end_ms: list[float] = []
+    windows: list[tuple[float, float]] = []  # (every column started, first column finished)
     for _ in range(count):
         lone_id = harness.send_one(PROMPT)
         await until_idle(harness)
         lone.append(decode_rate(services, lone_id))
+        holds = HoldProbe()
+        holds.start()
         probe.start()
-        began = time.perf_counter()
-        ids = harness.send_all(PROMPT)
-        sent = time.perf_counter()
-        send_ms.append((sent - began) * 1000)
+        await asyncio.sleep(0.05)  # the probes tick before the Send
         first_end = [0.0]
 
         def ended(*_args: object, box: list[float] = first_end) -> None:
@@ -178,8 +221,16 @@ async def rounds(services: Any, harness: Harness, count: int) -> dict[str, Any]:
 
         for pane in harness.panes:
             pane.presenter.turn_finished.connect(ended)
+        began = time.perf_counter()
+        harness.send_all(PROMPT)
+        ids = await harness.started()
+        sent = time.perf_counter()
+        send_ms.append(holds.longest(began, sent))
         await until_idle(harness)
         probe.stop()
+        await asyncio.sleep(SETTLE_S)
+        holds.stop()
+        end_ms.append(holds.longest(first_end[0], time.perf_counter()))
         for pane in harness.panes:
             pane.presenter.turn_finished.disconnect(ended)
         windows.append((sent, first_end[0]))
@@ -198,6 +249,7 @@ async def rounds(services: Any, harness: Harness, count: int) -> dict[str, Any]:
         "lags": probe.lags,
         "streaming": streaming,
         "send_ms": send_ms,
+        "end_ms": end_ms,
         "idle": idle.lags,
     }
 
@@ -278,6 +330,7 @@ def run_window(base: str, count: int) -> dict[str, Any]:
         "lag_max_ms": round(max(lags), 2),
         "probe_ticks": len(lags),
         "send_blocked_ms": [round(x, 1) for x in runs["send_ms"]],
+        "end_blocked_ms": [round(x, 1) for x in runs["end_ms"]],
         "idle_reference": {
             "lag_p50_ms": round(percentile(runs["idle"], 50), 2),
             "lag_p99_ms": round(percentile(runs["idle"], 99), 2),

@@ -10,7 +10,7 @@ model), until ``reveal``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -103,6 +103,9 @@ class CompareColumn(QFrame):
         self.blind = blind
         self.last_turn: Turn | None = None
         self.marks: list[str] = []
+        # Where the rest of a reply's end goes (the view's TurnQueue.add: a later loop turn,
+        # one column a turn); alone, a column finishes at once.
+        self.later: Callable[[Callable[[], None]], None] = lambda job: job()
         self.pane = ConversationPane(
             services,
             agent,
@@ -128,6 +131,14 @@ class CompareColumn(QFrame):
         layout.addWidget(self.pane, 1)
         p = self.pane.presenter
         p.busy_changed.connect(self._on_busy)
+        # The pane's own end of a reply (the final Markdown render, the stats footer: a few
+        # ms) runs when this column finishes, in ``later``: replies that end together would
+        # otherwise render in one pass of the loop.
+        self._pane_finished: Callable[[Turn], None] | None = getattr(
+            self.pane, "_on_turn_finished", None
+        )
+        if self._pane_finished is not None:
+            p.turn_finished.disconnect(self._pane_finished)
         p.turn_finished.connect(self._on_turn_finished)
         p.waiting_changed.connect(self._on_waiting)
         p.conversation_changed.connect(lambda _id: self._update_buttons())
@@ -279,6 +290,11 @@ class CompareColumn(QFrame):
         else:
             stats = turn.stats.as_row() if turn.stats is not None else None
             self._show_stats(stats, stopped=turn.status == "cancelled")
+        self.later(lambda: self._finish(turn))
+
+    def _finish(self, turn: Turn) -> None:
+        if self._pane_finished is not None:
+            self._pane_finished(turn)
         self.finished.emit()
 
     def _show_last_stats(self) -> None:

@@ -71,6 +71,7 @@ class ComparePage(QTabWidget):
             runner.cancel()
 
     async def wait_idle(self) -> None:
+        self.compare.start_now()  # a prompt sent whose columns wait for their turn to start
         await asyncio.gather(*(pane.presenter.wait() for pane in self.panes))
         task = self.runs.run_task
         if task is not None and not task.done():

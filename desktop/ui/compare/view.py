@@ -7,15 +7,22 @@ fastest first token, fastest decode and cheapest are marked, and the vote bar as
 is better. Blind: columns are "A", "B", … in a shuffled order until the first vote of a prompt
 reveals them. A comparison is stored (``services.compare``) when its first prompt is sent and
 reopens from "Saved comparisons" with its columns, transcripts and votes.
+
+Every click is answered within a frame while replies stream: Send only queues the prompt (the
+composer empties at once) and each column starts in a loop turn of its own (it builds its
+question and reply bubbles); the end of replies updates the controls, the marks and the vote
+bar once, in a later turn, however many columns ended together.
 """
 
 from __future__ import annotations
 
 import random
 import string
+from collections import deque
 from collections.abc import Callable, Sequence
+from functools import partial
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QDoubleValidator, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -53,6 +60,39 @@ def column_label(position: int) -> str:
     return string.ascii_uppercase[position]
 
 
+class TurnQueue:
+    """Jobs run one per pass of the event loop, in order: between two, Qt paints and answers
+    input (a zero ``QTimer``, started again after each job, fires in the loop's next pass,
+    after what was due before it)."""
+
+    def __init__(self, parent: QWidget) -> None:
+        self._jobs: deque[Callable[[], None]] = deque()
+        self._timer = QTimer(parent)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(0)
+        self._timer.timeout.connect(self._run_one)
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+    def add(self, job: Callable[[], None]) -> None:
+        self._jobs.append(job)
+        if not self._timer.isActive():
+            self._timer.start()
+
+    def _run_one(self) -> None:
+        if self._jobs:
+            self._jobs.popleft()()
+        if self._jobs and not self._timer.isActive():
+            self._timer.start()
+
+    def run_all(self) -> None:
+        """Every job left, now (and those they add)."""
+        self._timer.stop()
+        while self._jobs:
+            self._jobs.popleft()()
+
+
 def _saved_pick(name: str, width: int, activated: Callable[[int], None]) -> QComboBox:
     """A menu of saved things (sets, comparisons) ``width`` characters wide, however long
     the names it lists."""
@@ -80,6 +120,13 @@ class CompareView(QWidget):
         self.prompt = ""  # the prompt the columns answered last (votes are stored with it)
         self._agents: list[Agent] = []  # as picked (column order unless blind)
         self._pending: set[int] = set()  # positions still answering the prompt
+        # What a click or the end of replies leaves to later loop turns, one job a turn: each
+        # column's start, then _sent; _settle, then _ask_vote.
+        self._later = TurnQueue(self)
+        self._starting: set[int] = set()  # positions sent to whose start is still queued
+        self._sending = False  # between Send and _sent
+        self._settling = False  # a _settle is queued
+        self._ended = False  # a column's reply ended since the last _settle
         self._fair: tuple[int | None, float | None] = (None, None)  # as the session sends
         self.shuffle: Callable[[list[Agent]], list[Agent]] = lambda a: random.sample(a, len(a))
         self.ask_text: Callable[[str, str, str], str | None] = self._ask_text
@@ -190,7 +237,8 @@ class CompareView(QWidget):
     # state -----------------------------------------------------------------------------------
     @property
     def busy(self) -> bool:
-        return any(c.busy for c in self.columns)
+        """A reply streams, or a sent prompt has columns still to start."""
+        return bool(self._starting or self._sending) or any(c.busy for c in self.columns)
 
     @property
     def agents(self) -> list[Agent]:
@@ -273,11 +321,13 @@ class CompareView(QWidget):
     def _build_columns(
         self, specs: list[tuple[Agent | None, int | None, str, int | None]], blind: bool
     ) -> None:
+        self._later.run_all()  # the last prompt's marks and all_finished, for these columns
         for column in self.columns:
             column.setParent(None)
             column.deleteLater()
         self.columns = []
         self._pending.clear()
+        self._ended = False
         for position, (agent, agent_id, name, conversation_id) in enumerate(specs):
             column = CompareColumn(
                 self.services,
@@ -289,7 +339,8 @@ class CompareView(QWidget):
                 blind=blind,
             )
             column.agent_id = agent_id
-            column.pane.presenter.busy_changed.connect(self._update_controls)
+            column.later = self._later.add
+            column.pane.presenter.busy_changed.connect(lambda _busy: self._settle_later())
             column.finished.connect(lambda c=column: self._column_finished(c))
             column.continue_requested.connect(self.continue_requested)
             self.splitter.addWidget(column)
@@ -353,11 +404,15 @@ class CompareView(QWidget):
     def send(self, text: str, attachments: Sequence[Sequence[Attachment]] | None = None) -> bool:
         """The same text to every column (a follow-up: to each column's own conversation),
         with ``attachments``: each answering column's own, in column order. False when nothing
-        was sent (busy, no columns, nothing to send)."""
+        was sent (busy, no columns, nothing to send).
+
+        Returns at once: the columns start one per loop turn, left to right (``start_now``
+        starts those left at once)."""
         answering = [c for c in self.columns if c.agent is not None]
         files = dict(zip((c.position for c in answering), attachments or (), strict=False))
         if self.busy or not answering or not (text.strip() or any(files.values())):
             return False
+        self._later.run_all()  # the last prompt's marks and all_finished come first
         compare = self.services.compare
         if self.session_id is None:
             seed, temperature = self._fair = self.fair_values()
@@ -376,36 +431,86 @@ class CompareView(QWidget):
         self.prompt = text
         self.vote_bar.hide()
         self._pending.clear()
-        for column in self.columns:
-            had = column.conversation_id
-            if column.send(text, files.get(column.position, ())):
-                self._pending.add(column.position)
-            if column.conversation_id is not None and column.conversation_id != had:
-                compare.set_column_conversation(
-                    self.session_id, column.position, column.conversation_id
-                )
-        compare.touch(self.session_id)
-        self._update_controls()
-        if not self._pending:
-            return False
-        self.refresh()
+        for column in answering:
+            column.set_marks([])  # the last prompt's, gone at once
+        self._sending = True
+        for column in answering:  # each builds its question and reply: a turn each
+            self._starting.add(column.position)
+            own = list(files.get(column.position, ()))
+            self._later.add(partial(self._start, column, own))
+        self._later.add(self._sent)
+        self._update_controls()  # "Stop all" at once
         return True
 
+    def start_now(self) -> None:
+        """Start every column still waiting for its turn, now (Stop all, closing)."""
+        self._later.run_all()
+
+    def _start(self, column: CompareColumn, files: Sequence[Attachment]) -> None:
+        self._starting.discard(column.position)
+        had = column.conversation_id
+        if column.send(self.prompt, files):
+            self._pending.add(column.position)
+        now = column.conversation_id
+        if now is not None and now != had and self.session_id is not None:
+            self.services.compare.set_column_conversation(self.session_id, column.position, now)
+
+    def _sent(self) -> None:
+        """Every column started (or could not store the message): the comparison moves to
+        the top of the saved ones."""
+        self._sending = False
+        if self.session_id is not None:
+            self.services.compare.touch(self.session_id)
+        self._update_controls()
+        if not self._pending:  # no column stored the message: it goes back in the composer
+            if self.composer.document().isEmpty():
+                self.composer.setPlainText(self.prompt)
+            self.composer_area.say("Could not store the message; see the log for details.")
+        else:
+            self.refresh()
+        self._settle_later()  # columns that ended while others started: all ended?
+
     def stop_all(self) -> None:
+        self.start_now()  # a prompt sent goes to every column, even stopped at once
         for column in self.columns:
             column.stop()
 
     def _column_finished(self, column: CompareColumn) -> None:
+        """A column's reply ended: the rest waits for a later turn, once however many ended
+        together (``_settle``)."""
         self._pending.discard(column.position)
+        self._ended = True
+        self._settle_later()
+
+    def _settle_later(self) -> None:
+        if not self._settling:
+            self._settling = True
+            self._later.add(self._settle)
+
+    def _settle(self) -> None:
+        """The controls follow the columns; once every column has answered, the winners are
+        marked, and in the next turn the vote is asked for (then ``all_finished``)."""
+        self._settling = False
         self._update_controls()
-        if not self._pending and not self.busy:
-            self._all_done()
-            self.all_finished.emit()
+        if self._ended and not self._pending and not self.busy:
+            self._ended = False
+            self._mark_winners()
+            self._later.add(self._ask_vote)
+
+    def _ask_vote(self) -> None:
+        self._ask_for_vote()  # shown, the bar takes its height from every column: a turn
+        self.all_finished.emit()
 
     def _all_done(self) -> None:
         """Every column answered: mark the winners, ask for a vote."""
+        self._mark_winners()
+        self._ask_for_vote()
+
+    def _mark_winners(self) -> None:
         for column, marks in winners(self.columns).items():
             column.set_marks(marks)
+
+    def _ask_for_vote(self) -> None:
         answered = [c for c in self.columns if c.last_reply() is not None]
         self.vote_bar.set_labels([c.shown_name for c in self.columns])
         self.vote_bar.setVisible(len(answered) >= 2 and bool(self.prompt))
