@@ -25,12 +25,13 @@ from PySide6.QtWidgets import (
 
 from desktop.store.conversations import Message, Versions
 from desktop.ui.conversation.bubble_parts import (
+    ActionButtons,
+    ActionsLayout,
     ErrorBox,
     StatsFooter,
     ThinkingBox,
     VersionArrows,
     natural_width,
-    tool_button,
 )
 from desktop.ui.conversation.tool_cards import ToolSteps
 from desktop.ui.kit.text_format import (
@@ -39,7 +40,7 @@ from desktop.ui.kit.text_format import (
     stats_tooltip,
     truncate_for_display,
 )
-from desktop.ui.kit.widgets import FlowLayout, plain
+from desktop.ui.kit.widgets import plain
 from desktop.ui.markdown.render import BlockItem
 from desktop.ui.markdown.view import MarkdownView
 
@@ -49,6 +50,10 @@ BUBBLE_CORNER_PX = 20  # the rounded bottom edge and padding repainted when a bu
 
 
 def _repolish(widget: QWidget) -> None:
+    """The style again after a property its style sheet matches changed; a widget not yet
+    polished gets it when it is (polishing twice costs a style-sheet match each time)."""
+    if not widget.testAttribute(Qt.WidgetAttribute.WA_WState_Polished):
+        return
     style = widget.style()
     style.unpolish(widget)
     style.polish(widget)
@@ -121,37 +126,43 @@ class MessageBubble(QFrame):
         self.body_layout.setContentsMargins(0, 0, 0, 0)
         self.body_layout.setSpacing(8)
         layout.addWidget(self.body_box)
-        self.body = plain(QLabel())  # user messages and short plain texts
-        self.body.setObjectName("BubbleText")
-        self.body.setWordWrap(True)
-        self.body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.body.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
-        self.body_layout.addWidget(self.body)
 
-        self.footer = StatsFooter()
-        self.footer.hide()
-        layout.addWidget(self.footer)
-
-        actions = FlowLayout()  # wraps in a narrow bubble or at a large text size, never cut
-        self.action_buttons: dict[str, QToolButton] = {}
-        for key, text, tip in (
-            ("copy", "Copy", "Copy this message"),
-            ("edit", "Edit", "Edit and send again (a new branch; this one stays)"),
-            ("regenerate", "Regenerate", "Write another version of this reply"),
-            ("regenerate_with", "Regenerate with…", "Another version, by an agent you choose"),
-            ("continue", "Continue", "Carry on from where this reply stopped"),
-            ("delete", "Delete", "Delete this message"),
-        ):
-            button = tool_button(text, tip)
-            button.clicked.connect(self._action_slot(key))
-            actions.addWidget(button)
-            self.action_buttons[key] = button
-        self.copy_button = self.action_buttons["copy"]
-        layout.addLayout(actions)
+        # The actions wrap in a narrow bubble or at a large text size, never cut; a button is
+        # built the first time it shows, the stats footer the first time it has something.
+        self._actions = ActionsLayout()
+        self.action_buttons = ActionButtons(self._actions, self._action_slot, self._may_act)
+        layout.addLayout(self._actions)
 
         self.update_from(message, stats, versions)
 
     # parts built on first use -----------------------------------------------------------------
+    @cached_property
+    def body(self) -> QLabel:
+        """The person's messages and texts that are not a rendered reply (a reply is
+        ``view``, so most replies never build this label)."""
+        label = plain(QLabel())
+        label.setObjectName("BubbleText")
+        label.setWordWrap(True)
+        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
+        self.body_layout.insertWidget(0, label)
+        return label
+
+    @cached_property
+    def footer(self) -> StatsFooter:
+        """The stats line under a reply and its Timeline button (built when first needed)."""
+        part = StatsFooter()
+        part.hide()
+        self._layout.insertWidget(self._actions_index(), part)
+        return part
+
+    @property
+    def copy_button(self) -> QToolButton:
+        return self.action_buttons["copy"]
+
+    def _actions_index(self) -> int:
+        return self._layout.indexOf(self._actions)
+
     @cached_property
     def _versions(self) -> VersionArrows:
         part = VersionArrows(lambda step: self.version_step.emit(self.message_id, step))
@@ -209,7 +220,9 @@ class MessageBubble(QFrame):
     def error_box(self) -> ErrorBox:
         part = ErrorBox(self._retry, lambda key: self.action_requested.emit(key, self.message_id))
         part.set_busy(self._busy)
-        self._layout.insertWidget(self._layout.indexOf(self.footer), part)
+        footer = self._built("footer")
+        at = self._layout.indexOf(footer) if footer is not None else self._actions_index()
+        self._layout.insertWidget(at, part)
         return part
 
     def show_attachments(self, strip: QWidget) -> None:
@@ -250,11 +263,14 @@ class MessageBubble(QFrame):
         self.retry_requested.emit(self.message_id)
         self.action_requested.emit("retry", self.message_id)
 
+    def _may_act(self, key: str) -> bool:
+        return key == "copy" or not self._busy
+
     def set_busy(self, busy: bool) -> None:
         """While a reply streams, nothing that starts another turn or reshapes the path."""
         self._busy = busy
-        for key in ("edit", "regenerate", "regenerate_with", "continue", "delete"):
-            self.action_buttons[key].setEnabled(not busy)
+        for key, button in self.action_buttons.items():
+            button.setEnabled(self._may_act(key))
         if (error := self._built("error_box")) is not None:
             error.set_busy(busy)
         if (versions := self._built("_versions")) is not None:
@@ -291,7 +307,8 @@ class MessageBubble(QFrame):
 
     def _reply_view(self) -> MarkdownView:
         if self._view is None:
-            self.body.hide()
+            if (body := self._built("body")) is not None:
+                body.hide()
             self._view = MarkdownView()
             self._view.setObjectName("BubbleText")
             self._view.setAccessibleName(f"Reply from {self.message.agent_name or 'the assistant'}")
@@ -345,10 +362,13 @@ class MessageBubble(QFrame):
         self._show_footer()
 
     def _show_footer(self) -> None:
-        shown = self.footer.has_content() and (
+        footer = self._built("footer")
+        if footer is None:
+            return
+        shown = footer.has_content() and (
             self._footer_mode == "always" or (self._footer_mode == "hover" and self._hovered)
         )
-        self.footer.setVisible(shown)
+        footer.setVisible(shown)
 
     def enterEvent(self, event: QEnterEvent) -> None:
         self._hovered = True
@@ -385,7 +405,7 @@ class MessageBubble(QFrame):
         ):
             self.body_box.setMinimumWidth(inner)
         else:
-            snug = natural_width(self._content, self.body, inner)
+            snug = natural_width(self._content, view if view is not None else self.body, inner)
             # one rendered paragraph: no narrower than a short line of prose
             self.body_box.setMinimumWidth(max(260, snug) if view is not None else snug)
         error = self._built("error_box")
@@ -472,22 +492,27 @@ class MessageBubble(QFrame):
             _repolish(self)
 
         finish_reason = (stats or {}).get("finish_reason")
-        self.action_buttons["copy"].setVisible(bool(content))
-        self.action_buttons["edit"].setVisible(message.role == "user")
+        actions = self.action_buttons
+        actions.show("copy", bool(content))
+        actions.show("edit", message.role == "user")
         for key in ("regenerate", "regenerate_with"):
-            self.action_buttons[key].setVisible(assistant and not streaming and not failed)
-        self.action_buttons["continue"].setVisible(
+            actions.show(key, assistant and not streaming and not failed)
+        actions.show(
+            "continue",
             assistant
             and bool(content)
-            and (cut or (message.status == "complete" and finish_reason == "length"))
+            and (cut or (message.status == "complete" and finish_reason == "length")),
         )
-        self.action_buttons["delete"].setVisible(not streaming)
+        actions.show("delete", not streaming)
 
         line, shorter = "", []
         if assistant and message.status not in ("streaming", "error"):
             line, *shorter = footer_lines(stats, message.agent_name, message.model)
         tip = stats_tooltip(stats, message.agent_name, message.model)
-        self.footer.set_stats(line, tip, None if streaming else stats, shorter)
+        shown_stats = None if streaming else stats
+        # no line and no stats: the footer stays hidden (its tooltip is never seen), unbuilt
+        if line or shown_stats is not None or self._built("footer") is not None:
+            self.footer.set_stats(line, tip, shown_stats, shorter)
         self._show_footer()
         self._fit_width()
 

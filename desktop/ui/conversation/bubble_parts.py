@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import shiboken6
-from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtCore import QEvent, QObject, QRect, QSize, Qt
 from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import (
     QFrame,
@@ -22,11 +22,12 @@ from PySide6.QtWidgets import (
     QToolButton,
     QVBoxLayout,
     QWidget,
+    QWidgetItem,
 )
 
 from desktop.store.conversations import Versions
 from desktop.ui.kit.elided_label import ElidedLabel
-from desktop.ui.kit.widgets import plain
+from desktop.ui.kit.widgets import FlowLayout, plain
 from desktop.ui.markdown.stream_text import StreamText
 
 if TYPE_CHECKING:
@@ -45,14 +46,111 @@ def tool_button(text: str, tip: str, name: str = "BubbleAction") -> QToolButton:
     return button
 
 
-def natural_width(text: str, label: QLabel, inner: int) -> int:
-    """Width of the longest line, at most ``inner``, so short texts get snug bubbles that do
-    not wrap."""
+def natural_width(text: str, label: QWidget, inner: int) -> int:
+    """Width of the longest line in ``label``'s font, at most ``inner``, so short texts get
+    snug bubbles that do not wrap."""
     if len(text) > NATURAL_WIDTH_SCAN or "```" in text or "|" in text:
         return inner
     metrics = label.fontMetrics()
     widest = max((metrics.horizontalAdvance(line) for line in text.split("\n")), default=0)
     return min(inner, widest + 4)
+
+
+# A bubble's actions, in the order they are laid out: (key, text, tooltip).
+ACTIONS = (
+    ("copy", "Copy", "Copy this message"),
+    ("edit", "Edit", "Edit and send again (a new branch; this one stays)"),
+    ("regenerate", "Regenerate", "Write another version of this reply"),
+    ("regenerate_with", "Regenerate with…", "Another version, by an agent you choose"),
+    ("continue", "Continue", "Carry on from where this reply stopped"),
+    ("delete", "Delete", "Delete this message"),
+)
+_ORDER = {key: index for index, (key, _text, _tip) in enumerate(ACTIONS)}
+
+
+class ActionsLayout(FlowLayout):
+    """The bubble's row of actions: a ``FlowLayout`` that remembers its answers until it is
+    invalidated (a bubble's layout asks for the height at a width many times per pass, and
+    each answer walked every button's size hint in Python), and takes a button at its place
+    in the ``ACTIONS`` order when one is built later."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._hfw: tuple[int, int] | None = None
+        self._hint: QSize | None = None
+        self._minimum: QSize | None = None
+        self._placed: QRect | None = None
+
+    def invalidate(self) -> None:
+        self._hfw = self._hint = self._minimum = self._placed = None
+        super().invalidate()
+
+    def setGeometry(self, rect: QRect) -> None:
+        if rect != self._placed:  # placed there already, and nothing changed since
+            self._placed = QRect(rect)
+            super().setGeometry(rect)
+
+    def heightForWidth(self, width: int) -> int:
+        if self._hfw is None or self._hfw[0] != width:
+            self._hfw = (width, super().heightForWidth(width))
+        return self._hfw[1]
+
+    def sizeHint(self) -> QSize:
+        if self._hint is None:
+            self._hint = super().sizeHint()
+        return QSize(self._hint)
+
+    def minimumSize(self) -> QSize:
+        if self._minimum is None:
+            self._minimum = super().minimumSize()
+        return QSize(self._minimum)
+
+    def insert_widget(self, index: int, widget: QWidget) -> None:
+        self.addChildWidget(widget)
+        self._items.insert(index, QWidgetItem(widget))
+        self.invalidate()
+
+
+class ActionButtons(dict[str, QToolButton]):
+    """A bubble's action buttons by key, each built the first time it is asked for (most
+    bubbles show three or four of the six; a hidden one is not built until it shows).
+
+    ``slot(key)`` is what a click calls; a button is built enabled or not as ``enabled(key)``
+    says, and placed in the ``ACTIONS`` order (on screen and for Tab)."""
+
+    def __init__(
+        self,
+        layout: ActionsLayout,
+        slot: Callable[[str], Callable[[], None]],
+        enabled: Callable[[str], bool],
+    ) -> None:
+        super().__init__()
+        self._row = layout
+        self._slot = slot
+        self._enabled = enabled
+
+    def __missing__(self, key: str) -> QToolButton:
+        _key, text, tip = ACTIONS[_ORDER[key]]
+        button = tool_button(text, tip)
+        button.clicked.connect(self._slot(key))
+        button.setEnabled(self._enabled(key))
+        before = [k for k in self if _ORDER[k] < _ORDER[key]]
+        after = [k for k in self if _ORDER[k] > _ORDER[key]]
+        self._row.insert_widget(len(before), button)
+        self[key] = button
+        if before or after:  # Tab goes through them in their order, built early or late
+            previous = self[max(before, key=_ORDER.__getitem__)] if before else None
+            following = self[min(after, key=_ORDER.__getitem__)] if after else None
+            if previous is not None:
+                QWidget.setTabOrder(previous, button)
+            if following is not None:
+                QWidget.setTabOrder(button, following)
+        return button
+
+    def show(self, key: str, shown: bool) -> None:
+        """Show or hide a button; one that is hidden and not built stays unbuilt."""
+        if shown or key in self:
+            self[key].setVisible(shown)
 
 
 class VersionArrows:

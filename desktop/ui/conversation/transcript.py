@@ -9,12 +9,13 @@ streaming reply unless the person scrolled up.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QResizeEvent
-from PySide6.QtWidgets import QLabel, QLayout, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QLayout, QSizePolicy, QSpacerItem, QVBoxLayout, QWidget
 
 from desktop.store.attachments import Attachment
 from desktop.store.conversations import Message, Versions
@@ -22,7 +23,14 @@ from desktop.ui.conversation.attach_parts import AttachmentFiles
 from desktop.ui.conversation.attach_view import AttachmentStrip
 from desktop.ui.conversation.blit_scroll import BlitContent, BlitScrollArea
 from desktop.ui.conversation.bubble import BUBBLE_MAX_WIDTH, MessageBubble, MessageRow
-from desktop.ui.conversation.paging import BATCH, PAGE, PREFETCH_BUDGET_S, Edge, Paging
+from desktop.ui.conversation.paging import (
+    BATCH,
+    FIRST_SCREEN,
+    PAGE,
+    PREFETCH_BUDGET_S,
+    Edge,
+    Paging,
+)
 from desktop.ui.kit.widgets import plain, push_button
 
 STICK_MARGIN_PX = 32  # the view follows new text while it is this close to the bottom
@@ -80,6 +88,7 @@ class Transcript(BlitScrollArea):
         self.setObjectName("Transcript")
         body = BlitContent()
         body.setObjectName("TranscriptBody")
+        self._body = body
         self._layout = QVBoxLayout(body)
         self._layout.setSizeConstraint(QLayout.SizeConstraint.SetNoConstraint)  # see BlitContent
         self._layout.setContentsMargins(24, 16, 24, 16)
@@ -89,16 +98,25 @@ class Transcript(BlitScrollArea):
         )
         self.later_button = push_button("Show later messages", self.load_later, name="LoadMore")
         self.empty = EmptyState()
-        # [earlier, empty, rows..., later, stretch]: see _insert_rows
+        # [earlier, empty, space above, rows..., later, space below]: see _insert_rows. The
+        # rows sit at the bottom of a view they do not fill while more are built above them
+        # (a conversation opens at its newest message), else at the top (_update_chrome).
+        self._above = QSpacerItem(0, 0, QSizePolicy.Policy.Minimum, QSizePolicy.Policy.Fixed)
+        self._below = QSpacerItem(0, 0, QSizePolicy.Policy.Minimum, QSizePolicy.Policy.Expanding)
         self._layout.addWidget(self.earlier_button, 0, Qt.AlignmentFlag.AlignHCenter)
         self._layout.addWidget(self.empty)
+        self._layout.addSpacerItem(self._above)
         self._layout.addWidget(self.later_button, 0, Qt.AlignmentFlag.AlignHCenter)
-        self._layout.addStretch(1)
+        self._layout.addSpacerItem(self._below)
         self.setWidget(body)
         self._paging: Paging[Message] = Paging()
         self._bubbles: dict[int, MessageBubble] = {}
         self._rows: list[MessageRow] = []  # the window, in path order
         self._fetch: Fetch = _no_fetch
+        # stats and versions fetched for messages not built yet (a fetch asks for a batch, a
+        # loop turn builds what fits in its budget): {message id: (stats, versions)}
+        self._fetched: dict[int, tuple[Any, Any]] = {}
+        self._owed = 0  # messages of the opening screen still to build above the window
         self._live: dict[int, list[str]] = {}  # streamed text not yet stored, per message
         # replies that used tools: steps by id, model calls; approvals waiting (asked again)
         self._tools: dict[int, tuple[dict[int, Any], list[dict[str, Any]]]] = {}
@@ -149,17 +167,19 @@ class Transcript(BlitScrollArea):
         )
 
     def _prefetch(self) -> None:
-        """Build one BATCH of bubbles towards the edge the view is nearing; again next turn.
+        """Build bubbles towards the edge the view is nearing, one at a time for at most
+        PREFETCH_BUDGET_S; again next turn.
 
         Bubbles are built ahead of the scroll, a few per event-loop turn, so reaching the top
-        of a long conversation never waits on a whole page being built at once.
+        of a long conversation never waits on a whole page being built at once; the opening
+        screen of a conversation is built the same way, newest first.
         """
         if self._loading:
             return
-        edge = self._near_unbuilt_edge()
+        edge = "top" if self._owed else self._near_unbuilt_edge()
         if edge is not None:
-            self._grow(edge, BATCH, PREFETCH_BUDGET_S)
-            if self._near_unbuilt_edge():
+            self._grow(edge, max(BATCH, self._owed), PREFETCH_BUDGET_S)
+            if self._owed or self._near_unbuilt_edge():
                 self._page_timer.start()
 
     @property
@@ -188,7 +208,8 @@ class Transcript(BlitScrollArea):
     # window ----------------------------------------------------------------------------------
     @property
     def window_range(self) -> tuple[int, int]:
-        """[start, end) of the path that exists as bubbles."""
+        """[start, end) of the path that exists as bubbles (the opening screen built)."""
+        self.finish_opening()
         return self._paging.start, self._paging.end
 
     @property
@@ -196,10 +217,28 @@ class Transcript(BlitScrollArea):
         return list(self._paging.path)
 
     def bubbles(self) -> list[MessageBubble]:
+        """The bubbles built, in path order (the opening screen's, all of them)."""
+        self.finish_opening()
         return [row.bubble for row in self._rows]
 
     def bubble(self, message_id: int) -> MessageBubble | None:
-        return self._bubbles.get(message_id)
+        """The message's bubble if it is built; one of the opening screen is built now."""
+        bubble = self._bubbles.get(message_id)
+        if bubble is None and self._owed:
+            self.finish_opening()
+            bubble = self._bubbles.get(message_id)
+        return bubble
+
+    @property
+    def opening(self) -> bool:
+        """True while the opening screen of a conversation is still being built (newest first,
+        a few bubbles per event-loop turn)."""
+        return self._owed > 0
+
+    def finish_opening(self) -> None:
+        """Build what is left of the opening screen now (something asks for its bubbles)."""
+        if self._owed and not self._loading:
+            self._grow("top", self._owed)
 
     def _index(self, message_id: int) -> int | None:
         return next((i for i, m in enumerate(self._paging.path) if m.id == message_id), None)
@@ -235,28 +274,63 @@ class Transcript(BlitScrollArea):
         return grow
 
     def _build(
-        self, messages: list[Message], budget_s: float | None = None, edge: Edge = "bottom"
+        self,
+        messages: list[Message],
+        budget_s: float | None = None,
+        edge: Edge = "bottom",
+        insert: bool = False,
     ) -> list[MessageRow]:
-        """Rows for ``messages`` (see Paging.build for the budget and ``edge``)."""
-        stats, versions, *more = self._fetch(messages)
-        for message_id, (steps, calls) in (more[0] if more else {}).items():
-            self._tools[message_id] = ({s.id: s for s in steps}, list(calls))
-        self._attached.update(more[1] if len(more) > 1 else {})
-        return self._paging.build(
-            messages,
-            lambda m: self._make_row(m, stats.get(m.id), versions.get(m.id)),
-            budget_s,
-            edge,
-        )
+        """Rows for ``messages`` (see Paging.build for the budget and ``edge``); with
+        ``insert``, each row joins the layout at that edge as soon as it is built (so the
+        budget holds its showing too)."""
+        began = time.perf_counter()
+        missing = [m for m in messages if m.id not in self._fetched]
+        if missing and budget_s is not None:  # a few per turn: fetch half a page ahead, once
+            ahead = self._paging.beyond(edge, PAGE // 2)
+            missing = [m for m in ahead if m.id not in self._fetched] or missing
+        if missing:
+            stats, versions, *more = self._fetch(missing)
+            for message_id, (steps, calls) in (more[0] if more else {}).items():
+                self._tools[message_id] = ({s.id: s for s in steps}, list(calls))
+            self._attached.update(more[1] if len(more) > 1 else {})
+            for m in missing:
+                self._fetched[m.id] = (stats.get(m.id), versions.get(m.id))
 
-    def _insert_rows(self, at: int, rows: list[MessageRow]) -> None:
-        base = 2  # after the "Show earlier" button and the empty state
-        for offset, row in enumerate(rows):
-            self._layout.insertWidget(base + at + offset, row)
-            # shown (and polished) now: the layout would show it a loop turn later, and until
-            # then it takes no room, so keeping the view in place would measure wrong heights
-            row.show()
+        def make(message: Message) -> MessageRow:
+            row = self._make_row(message, *self._fetched.pop(message.id, (None, None)))
+            if insert:
+                self._insert_rows(0 if edge == "top" else len(self._rows), [row], settle=False)
+            return row
+
+        if budget_s is not None:  # the fetch spent part of it
+            budget_s = max(0.0, budget_s - (time.perf_counter() - began))
+        return self._paging.build(messages, make, budget_s, edge)
+
+    def _insert_rows(self, at: int, rows: list[MessageRow], settle: bool = True) -> None:
+        """Put ``rows`` in the layout at ``at`` (in the window), shown; ``settle``: lay the
+        transcript out now (else the caller does, once for all the rows it adds)."""
+        if not rows:
+            return
+        base = 3  # after the "Show earlier" button, the empty state and the space above
+        width = self._body.width()
+        # Showing a widget activates its parents' layouts at their present size: the content,
+        # not yet grown by the new row, would squeeze every row into it (each bubble laid out
+        # twice per row added). Off while the rows go in; relayout_now lays them out once.
+        self._layout.setEnabled(False)
+        try:
+            for offset, row in enumerate(rows):
+                self._layout.insertWidget(base + at + offset, row)
+                # sized as it will be, so its bubble is laid out once, at its width
+                row.resize(width, row.heightForWidth(width))
+                # shown (and polished) now: the layout would show it a loop turn later, and
+                # until then it takes no room, so keeping the view in place would measure
+                # wrong heights
+                row.show()
+        finally:
+            self._layout.setEnabled(True)
         self._rows[at:at] = rows
+        if settle:
+            self.relayout_now()
 
     def _drop_rows(self, rows: list[MessageRow]) -> None:
         for row in rows:
@@ -267,12 +341,21 @@ class Transcript(BlitScrollArea):
             self._rows.remove(row)
 
     def _update_chrome(self) -> None:
-        self.earlier_button.setVisible(self._paging.has_more("top"))
+        more_above = self._paging.has_more("top")
+        self.earlier_button.setVisible(more_above)
         self.later_button.setVisible(self._paging.has_more("bottom"))
         self.empty.setVisible(not self._paging.path)
+        # rows that do not fill the view: at its bottom while more are built above them
+        expanding, fixed = QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed
+        above, below = (expanding, fixed) if more_above else (fixed, expanding)
+        if self._above.sizePolicy().verticalPolicy() != above:
+            self._above.changeSize(0, 0, QSizePolicy.Policy.Minimum, above)
+            self._below.changeSize(0, 0, QSizePolicy.Policy.Minimum, below)
+            self._layout.invalidate()
 
     def _rebuild(self) -> None:
         """Rows for the window as Paging now has it (after it was moved)."""
+        self._owed = 0
         self._drop_rows(list(self._rows))
         self._insert_rows(0, self._build(self._paging.window))
         self._update_chrome()
@@ -280,18 +363,31 @@ class Transcript(BlitScrollArea):
     def show_path(
         self, messages: list[Message], fetch: Fetch | None = None, focus_id: int | None = None
     ) -> None:
-        """Show a conversation: the last screen of it, or a screen around ``focus_id``."""
+        """Show a conversation: the last screen of it, or a screen around ``focus_id``.
+
+        A conversation longer than a screen opens at its newest message: its bubbles are
+        built from the bottom up, as many as PREFETCH_BUDGET_S allows per event-loop turn (the
+        view at the bottom all along), then a screen and a half beyond, in the same way."""
         self._fetch = fetch or _no_fetch
+        self._fetched.clear()
         focus = next((i for i, m in enumerate(messages) if m.id == focus_id), None)
         self._paging.open(messages, focus)
         self._stick = focus is None
-        self._rebuild()
+        if focus is None and len(messages) > FIRST_SCREEN:
+            self._drop_rows(list(self._rows))
+            self._owed = self._paging.end - self._paging.start
+            self._paging.start = self._paging.end  # nothing built yet: the screen is owed
+            self._update_chrome()
+            self._grow("top", self._owed, PREFETCH_BUDGET_S)
+        else:
+            self._rebuild()
         if focus_id is not None:
             self.reveal(focus_id)
         self._page_timer.start()  # the rest of the screen and a screen beyond, in batches
 
     def reveal(self, message_id: int) -> None:
         """Scroll so the message is in view and mark it briefly (search hits)."""
+        self.finish_opening()
         index = self._index(message_id)
         if index is None:
             return
@@ -351,8 +447,9 @@ class Transcript(BlitScrollArea):
         self._loading = True
         try:
             anchor = self._anchor()
-            rows = self._build(self._paging.beyond(edge, count), budget_s, edge)
-            self._insert_rows(0 if edge == "top" else len(self._rows), rows)
+            rows = self._build(self._paging.beyond(edge, count), budget_s, edge, insert=True)
+            if edge == "top":
+                self._owed = max(0, self._owed - len(rows))
             shed = self._paging.grown(edge, len(rows))
             if shed:
                 self._drop_rows(self._rows[-shed:] if edge == "top" else self._rows[:shed])
@@ -365,6 +462,8 @@ class Transcript(BlitScrollArea):
     def clear(self) -> None:
         self._drop_rows(list(self._rows))
         self._bubbles.clear()
+        self._fetched.clear()
+        self._owed = 0
         self._paging.open([])
         self._live.clear()
         self._tools.clear()
@@ -474,6 +573,7 @@ class Transcript(BlitScrollArea):
     def set_tool_calls(self, message_id: int, calls: list[Any], steps: list[Any]) -> None:
         """A turn that used tools ended: its model calls and steps, for the timeline."""
         self._asks.pop(message_id, None)
+        self._fetched.pop(message_id, None)
         by_id = {**self._tools.get(message_id, ({}, []))[0], **{s.id: s for s in steps}}
         self._tools[message_id] = (by_id, list(calls))  # a stopped step is kept
         if (bubble := self._bubbles.get(message_id)) is not None and len(calls) > 1 and steps:
@@ -494,6 +594,7 @@ class Transcript(BlitScrollArea):
         """A message's new stored state (a reply that finished, or one that goes on); its
         versions are as shown."""
         self._live.pop(message.id, None)
+        self._fetched.pop(message.id, None)
         index = self._index(message.id)
         if index is not None:
             self._paging.path[index] = message

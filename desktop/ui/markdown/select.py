@@ -53,13 +53,15 @@ class BlockSelection(_Widget):
 
     _items: list[BlockItem]
     _tops: list[float]
-    _tail: StreamText
     _tail_block: object | None
     _selection: tuple[Pos, Pos] | None
     _press: Pos | None
     _pressed_link: str
 
     if TYPE_CHECKING:
+
+        @property
+        def _tail(self) -> StreamText: ...
 
         @property
         def style_(self) -> Style: ...

@@ -78,11 +78,7 @@ class MarkdownView(BlockSelection, LazyLayout, QWidget):
         self._source: list[str] = []
         self._splitter = BlockSplitter()
         self._finished = False
-        self._tail = _Tail(self)
-        self._tail.setObjectName("MarkdownTail")
-        self._tail.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
-        self._tail.before_grow = self._tail_grows
-        self._tail.hide()
+        self._tail_widget: _Tail | None = None  # built when a reply has a tail (it streams)
         self._tail_block: Block | None = None
         self._tail_shown = 0  # characters of the tail's display text already in the widget
         self._selection: tuple[Pos, Pos] | None = None
@@ -99,6 +95,18 @@ class MarkdownView(BlockSelection, LazyLayout, QWidget):
         self._fit()
 
     # content ----------------------------------------------------------------------------------
+    @property
+    def _tail(self) -> _Tail:
+        """The live tail's widget, built the first time a reply has one (a stored reply that
+        ends in a finished block never does)."""
+        if self._tail_widget is None:
+            tail = self._tail_widget = _Tail(self)
+            tail.setObjectName("MarkdownTail")
+            tail.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
+            tail.before_grow = self._tail_grows
+            tail.hide()
+        return self._tail_widget
+
     @property
     def style_(self) -> Style:
         if self._style is None:
@@ -255,8 +263,9 @@ class MarkdownView(BlockSelection, LazyLayout, QWidget):
         tail = self._splitter.tail
         if tail is None:
             self._tail_block, self._tail_shown = None, 0
-            self._tail.set_all("")
-            self._tail.hide()
+            if self._tail_widget is not None:
+                self._tail_widget.set_all("")
+                self._tail_widget.hide()
             return
         display = tail.code if tail.kind == "code" else tail.source
         same = not force and self._continues_tail()
