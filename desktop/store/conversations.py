@@ -350,6 +350,22 @@ class ConversationStore:
             f"{_ACTIVE_PATH}{_CHAIN_MESSAGES} ORDER BY chain.depth", conversation_id
         )
 
+    def message_count(self, conversation_id: int) -> int:
+        """How many messages the conversation holds, every branch counted (an index lookup)."""
+        row = self._db.execute(
+            "SELECT count(*) FROM messages WHERE conversation_id = ?", [conversation_id]
+        ).fetchone()
+        return int(row[0])
+
+    def agents_newest_first(self, conversation_id: int) -> builtins.list[int]:
+        """The agents that wrote in the conversation, the one of its newest message first."""
+        rows = self._db.execute(
+            "SELECT agent_id FROM messages WHERE conversation_id = ? AND agent_id IS NOT NULL "
+            "GROUP BY agent_id ORDER BY max(id) DESC",
+            [conversation_id],
+        ).fetchall()
+        return [int(r[0]) for r in rows]
+
     def all_messages(self, conversation_id: int) -> builtins.list[Message]:
         """Every message of every branch, in id order (export)."""
         return self._messages(

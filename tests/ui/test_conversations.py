@@ -192,10 +192,18 @@ def _long_conversation(services: Any, window: Any, pairs: int, question: str, an
     return conv.id
 
 
+def _open_long(qtbot: Any, window: Any, conversation_id: int) -> None:
+    """Open a conversation whose branch is read on a worker thread, and wait until it shows."""
+    window.open_conversation(conversation_id)
+    loading = window.pane.path_loading
+    assert loading is not None
+    qtbot.waitUntil(loading.done, timeout=20_000)
+
+
 def test_a_5000_message_conversation_opens_as_a_window_and_pages_on_scroll(
     qtbot: Any, window: Any, services: Any
 ) -> None:
-    window.open_conversation(_long_conversation(services, window, 2500, "q{}", "a{}"))
+    _open_long(qtbot, window, _long_conversation(services, window, 2500, "q{}", "a{}"))
     transcript = window.pane.transcript
     # the first screen at once, then a screen and a half beyond it, a batch per loop turn
     assert len(transcript.bubbles()) == FIRST_SCREEN
@@ -215,7 +223,7 @@ def test_a_5000_message_conversation_opens_as_a_window_and_pages_on_scroll(
 def test_scrolling_up_builds_earlier_bubbles_ahead_and_the_view_does_not_jump(
     qtbot: Any, window: Any, services: Any
 ) -> None:
-    window.open_conversation(_long_conversation(services, window, 300, "question {}", "answer {}"))
+    _open_long(qtbot, window, _long_conversation(services, window, 300, "question {}", "answer {}"))
     transcript = window.pane.transcript
     bar = transcript.verticalScrollBar()
     qtbot.waitUntil(lambda: not transcript.prefetching)

@@ -131,14 +131,6 @@ class CompareColumn(QFrame):
         layout.addWidget(self.pane, 1)
         p = self.pane.presenter
         p.busy_changed.connect(self._on_busy)
-        # The pane's own end of a reply (the final Markdown render, the stats footer: a few
-        # ms) runs when this column finishes, in ``later``: replies that end together would
-        # otherwise render in one pass of the loop.
-        self._pane_finished: Callable[[Turn], None] | None = getattr(
-            self.pane, "_on_turn_finished", None
-        )
-        if self._pane_finished is not None:
-            p.turn_finished.disconnect(self._pane_finished)
         p.turn_finished.connect(self._on_turn_finished)
         p.waiting_changed.connect(self._on_waiting)
         p.conversation_changed.connect(lambda _id: self._update_buttons())
@@ -290,12 +282,7 @@ class CompareColumn(QFrame):
         else:
             stats = turn.stats.as_row() if turn.stats is not None else None
             self._show_stats(stats, stopped=turn.status == "cancelled")
-        self.later(lambda: self._finish(turn))
-
-    def _finish(self, turn: Turn) -> None:
-        if self._pane_finished is not None:
-            self._pane_finished(turn)
-        self.finished.emit()
+        self.later(self.finished.emit)  # after the pane's own end (queued before this)
 
     def _show_last_stats(self) -> None:
         reply = self.last_reply()

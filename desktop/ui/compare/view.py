@@ -339,7 +339,8 @@ class CompareView(QWidget):
                 blind=blind,
             )
             column.agent_id = agent_id
-            column.later = self._later.add
+            # a column's end of a reply, the pane's final render first: a job per loop pass
+            column.later = column.pane.finish_later = self._later.add
             column.pane.presenter.busy_changed.connect(lambda _busy: self._settle_later())
             column.finished.connect(lambda c=column: self._column_finished(c))
             column.continue_requested.connect(self.continue_requested)

@@ -139,6 +139,20 @@ class ConversationBrowser(QWidget):
         view.setCurrentRow(view.list_model.row_of(current))
         selection.blockSignals(False)
 
+    def show_current(self, current: int | None) -> None:
+        """Mark the shown conversation in the list as it is (a conversation not listed yet,
+        e.g. just stored: the list is read again)."""
+        view = self.conversation_list
+        row = view.list_model.row_of(current)
+        if current is not None and row < 0:
+            self.reload(current=current)
+            return
+        self._current = current
+        selection = view.selectionModel()
+        selection.blockSignals(True)
+        view.setCurrentRow(row)
+        selection.blockSignals(False)
+
     def _fill_agent_filter(self) -> None:
         combo = self.agent_filter
         wanted = [("All agents", None)] + [(a.name, a.id) for a in self._agents]

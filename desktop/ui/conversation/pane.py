@@ -7,10 +7,12 @@ streams on its own, and its Stop stops only its own reply.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from PySide6.QtCore import QPoint, Qt, QTimer
@@ -43,12 +45,19 @@ from desktop.ui.conversation.context_fit import (
 from desktop.ui.conversation.presenter import ConversationPresenter, final_message
 from desktop.ui.conversation.tool_cards import person_is_typing, reveal
 from desktop.ui.conversation.transcript import Transcript
-from desktop.ui.kit.async_door import run_blocking, start
+from desktop.ui.kit.async_door import loop_running, run_blocking, start
 from desktop.ui.kit.elided_label import ElidedLabel
 from desktop.ui.kit.resources import agent_badge
 from desktop.ui.kit.widgets import InfoBar, hbox, plain, vbox
 
 log = logging.getLogger("simi.ui.pane")
+
+LONG_PATH = 400  # a branch longer than this is read on a worker thread (show_path)
+
+
+def _at_once(job: Callable[[], None]) -> None:
+    job()
+
 
 HEADER_BADGE_PX = 36
 
@@ -77,6 +86,11 @@ class ConversationPane(QWidget):
         self._shown_name: str | None = None  # set_shown_name: replies named this instead
         self._composer_shown = True  # set_composer_visible
         self._note = ""  # words for the composer's hint until the next edit (say_in_composer)
+        self._path_load = 0  # show_path calls so far: only the latest one's branch is shown
+        # Where the end of a reply is shown (its final render, the stats footer): at once, or,
+        # for a host that ends several replies together (the compare view), in its queue.
+        self.finish_later: Callable[[Callable[[], None]], None] = _at_once
+        self.path_loading: asyncio.Task[None] | None = None  # a long branch being read
 
         layout = vbox(self)
         self.header = self._build_header()
@@ -95,7 +109,7 @@ class ConversationPane(QWidget):
         p.text_appended.connect(self.transcript.append_text)
         p.reasoning_appended.connect(self.transcript.append_reasoning)
         p.waiting_changed.connect(self.transcript.set_waiting)
-        p.turn_finished.connect(self._on_turn_finished)
+        p.turn_finished.connect(self._turn_finished)
         p.path_changed.connect(lambda focus: self.show_path(focus))
         p.message_removed.connect(self.transcript.remove_message)
         p.tool_step_changed.connect(self.transcript.update_tool_step)
@@ -282,12 +296,34 @@ class ConversationPane(QWidget):
         return stats, self.services.conversations.versions_for(messages), tools, files
 
     def show_path(self, focus_id: int | None = None) -> None:
-        """Show the conversation's active branch (optionally scrolled to ``focus_id``)."""
+        """Show the conversation's active branch (optionally scrolled to ``focus_id``).
+
+        A long conversation's branch (more than ``LONG_PATH`` messages: reading 5,000 takes
+        ~50 ms) is read on a worker thread, and shown when it arrives (``path_loading``)."""
         conv_id = self.conversation_id
+        self._path_load += 1  # a load under way for an earlier call is not shown
         if conv_id is None:
             self.transcript.clear()
             return
-        messages = [self._shown(m) for m in self.services.conversations.messages(conv_id)]
+        store = self.services.conversations
+        if loop_running() and store.message_count(conv_id) > LONG_PATH:
+            self.transcript.clear()
+            self.path_loading = start(self._load_path(conv_id, focus_id, self._path_load))
+            return
+        self._show_messages(store.messages(conv_id), focus_id)
+
+    async def _load_path(self, conv_id: int, focus_id: int | None, load: int) -> None:
+        store = self.services.conversations
+        messages = await run_blocking(store.messages, conv_id)
+        if load != self._path_load or conv_id != self.conversation_id:
+            return
+        turn = self.presenter.turn
+        if turn is not None and turn.assistant_message_id not in {m.id for m in messages}:
+            messages = store.messages(conv_id)  # sent while it was read: read it again
+        self._show_messages(messages, focus_id)
+
+    def _show_messages(self, stored: list[Message], focus_id: int | None) -> None:
+        messages = [self._shown(m) for m in stored]
         self.transcript.show_path(messages, self._fetch, focus_id)
         self.transcript.set_busy(self.busy)
         turn = self.presenter.turn
@@ -330,6 +366,9 @@ class ConversationPane(QWidget):
             self.hint.setProperty("warn", warn)
             self.hint.style().unpolish(self.hint)
             self.hint.style().polish(self.hint)
+
+    def _turn_finished(self, turn: Turn) -> None:
+        self.finish_later(partial(self._on_turn_finished, turn))
 
     def _on_turn_finished(self, turn: Turn) -> None:
         message = final_message(turn)

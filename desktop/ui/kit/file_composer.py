@@ -5,6 +5,7 @@ Also the paperclip icon of the attach buttons, drawn in the theme's colour."""
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, QMimeData, QPointF, QRectF, QSize, Qt, Signal
@@ -92,7 +93,14 @@ class FileComposer(ComposerEdit):
 
 
 def paperclip_icon(colour: QColor, size: int = 20, ratio: float = 2.0) -> QIcon:
-    """A paperclip drawn with the pen of ``colour`` (no icon font or file needed)."""
+    """A paperclip drawn with the pen of ``colour`` (no icon font or file needed); drawn once
+    per colour, size and pixel ratio (every composer, and each palette or style change)."""
+    return _paperclip(colour.rgba(), size, ratio)
+
+
+@cache
+def _paperclip(rgba: int, size: int, ratio: float) -> QIcon:
+    colour = QColor.fromRgba(rgba)
     pixmap = QPixmap(int(size * ratio), int(size * ratio))
     pixmap.setDevicePixelRatio(ratio)
     pixmap.fill(Qt.GlobalColor.transparent)
@@ -129,11 +137,15 @@ class AttachButton(QToolButton):
         self.setCursor(Qt.CursorShape.PointingHandCursor)
         self.setAutoRaise(True)
         self.setIconSize(QSize(20, 20))
+        self._icon: QIcon | None = None
         self._paint_icon()
 
     def _paint_icon(self) -> None:
         colour = self.palette().color(QPalette.ColorRole.PlaceholderText)
-        self.setIcon(paperclip_icon(colour, 20, max(2.0, self.devicePixelRatioF())))
+        icon = paperclip_icon(colour, 20, max(2.0, self.devicePixelRatioF()))
+        if icon is not self._icon:
+            self._icon = icon
+            self.setIcon(icon)
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)

@@ -379,7 +379,7 @@ class MainWindow(QMainWindow):
         if pane is None or self._closing:
             return
         self.agents.highlight(pane.agent)
-        self.browser.reload(current=pane.conversation_id)
+        self.browser.show_current(pane.conversation_id)
         self.status_label.setText(pane.presenter.status)
         self.show_page("chat")
 
@@ -409,9 +409,9 @@ class MainWindow(QMainWindow):
         self.show_page("chat")
 
     def _last_agent_of(self, conversation_id: int) -> Agent | None:
-        """The agent of the newest reply still around (the conversation's own was deleted)."""
-        for message in reversed(self.services.conversations.messages(conversation_id)):
-            agent = self.agents.by_id(message.agent_id)
+        """The agent of the newest message still around (the conversation's own was deleted)."""
+        for agent_id in self.services.conversations.agents_newest_first(conversation_id):
+            agent = self.agents.by_id(agent_id)
             if agent is not None:
                 return agent
         return None
