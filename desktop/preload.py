@@ -27,9 +27,17 @@ log = logging.getLogger("simi.preload")
 
 # In order of likely need: a remote reply, the keyring (a remote agent's key), the pages
 # built after start (API server, Models' hub), attachments.
-MODULES: tuple[str, ...] = (
+HTTP_MODULES: tuple[str, ...] = (
     "httpx",
     "desktop.llm.transport",
+    # what httpx itself imports at the first connection (its transport, HTTP/1.1, anyio's
+    # asyncio backend): ~60 modules the first remote Send loaded on the GUI thread
+    "httpcore",
+    "httpcore._backends.anyio",
+    "anyio._backends._asyncio",
+    "h11",
+)
+LATER_MODULES: tuple[str, ...] = (
     "desktop.llm.openai_compat",
     "desktop.llm.anthropic",
     "desktop.llm.gemini",
@@ -49,12 +57,12 @@ def _tls() -> None:
 
 def steps(secrets: SecretStore | None) -> list[tuple[str, Callable[[], object]]]:
     out: list[tuple[str, Callable[[], object]]] = [
-        (name, partial(importlib.import_module, name)) for name in MODULES[:2]
+        (name, partial(importlib.import_module, name)) for name in HTTP_MODULES
     ]
     out.append(("the default trust store", _tls))
     if secrets is not None:
         out.append(("the keyring backend", secrets.choose_backend))
-    out += [(name, partial(importlib.import_module, name)) for name in MODULES[2:]]
+    out += [(name, partial(importlib.import_module, name)) for name in LATER_MODULES]
     return out
 
 

@@ -57,3 +57,44 @@ def test_the_first_paint_waits_for_no_heavy_package(tmp_path: Path) -> None:
     }
     assert early == {}
     assert out.returncode == 0, out.stderr[-3000:]
+
+
+PRELOADED_FIRST_CALL = """
+import asyncio, json, sys
+from desktop import preload
+from desktop.chat.providers import build_provider  # loaded with the window
+from desktop.llm.provider import ChatMessage, ChatRequest
+from desktop.store.agents import Agent
+preload.warm_up(preload.steps(None))
+before = set(sys.modules)
+agent = Agent(name="Closed", kind="openai-compatible", base_url="http://127.0.0.1:9/v1", model="m")
+async def call():
+    provider = build_provider(agent, None)
+    try:
+        async for _event in provider.stream(ChatRequest("m", (ChatMessage("user", "Hi"),))):
+            pass
+    except Exception as exc:  # nothing listens there: the call fails, as intended
+        print("failed as expected:", type(exc).__name__)
+    finally:
+        await provider.aclose()
+asyncio.run(call())
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+
+
+def test_after_the_warm_up_a_first_remote_call_loads_no_module(tmp_path: Path) -> None:
+    """The first remote Send runs on the GUI thread: whatever it would import there (httpx
+    loads httpcore, h11 and anyio's backend only at its first connection) the warm-up after
+    the first paint has loaded already."""
+    env = dict(os.environ, SIMI_HOME=str(tmp_path / "home"))
+    out = subprocess.run(
+        [sys.executable, "-c", PRELOADED_FIRST_CALL],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "failed as expected" in out.stdout
+    assert json.loads(out.stdout.splitlines()[-1]) == []
