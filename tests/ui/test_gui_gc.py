@@ -23,8 +23,28 @@ def _ten_ticks(collector: GuiThreadGarbageCollector) -> None:
         collector._collect()
 
 
-def test_cycles_are_freed_and_the_survivors_frozen(qapp: Any) -> None:
+def _started(qapp: Any) -> GuiThreadGarbageCollector:
+    """A collector past its first full pass (which only freezes what start-up made)."""
     collector = GuiThreadGarbageCollector(qapp, interval_ms=60_000, thaw_s=3600)
+    _ten_ticks(collector)
+    return collector
+
+
+def test_what_start_up_made_is_frozen_without_a_walk(qapp: Any) -> None:
+    collector = GuiThreadGarbageCollector(qapp, interval_ms=60_000, thaw_s=3600)
+    try:
+        walks = gc.get_stats()[2]["collections"]
+        _ten_ticks(collector)
+        assert gc.get_stats()[2]["collections"] == walks  # no walk of the old generation
+        assert gc.get_freeze_count() > 0  # start-up's objects are left out of later passes
+        _ten_ticks(collector)
+        assert gc.get_stats()[2]["collections"] == walks + 1  # from then on, every 10 s
+    finally:
+        collector.stop()
+
+
+def test_cycles_are_freed_and_the_survivors_frozen(qapp: Any) -> None:
+    collector = _started(qapp)
     try:
         kept = Node()
         dropped = Node()
@@ -40,7 +60,7 @@ def test_cycles_are_freed_and_the_survivors_frozen(qapp: Any) -> None:
 
 
 def test_a_cycle_among_frozen_objects_is_freed_at_the_next_thaw(qapp: Any) -> None:
-    collector = GuiThreadGarbageCollector(qapp, interval_ms=60_000, thaw_s=3600)
+    collector = _started(qapp)
     try:
         old = Node()
         gone = weakref.ref(old)

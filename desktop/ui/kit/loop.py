@@ -72,9 +72,9 @@ class GuiThreadGarbageCollector:
     Young generations every second. A pass over the old generation walks every tracked object
     the window holds (a 5,000-message conversation: 100-400 ms on a loaded 2-core machine, a
     stutter every 10 s), so after each one the survivors are frozen (``gc.freeze``: left out of
-    later passes) and the 10-second pass walks only what was made since. Every ``thaw_s`` (and
-    at ``stop``) the frozen ones are thawed and walked once, so cyclic garbage among objects
-    that were alive at a freeze is still reclaimed.
+    later passes) and the 10-second pass walks only what was made since; the first one only
+    freezes what start-up made. Every ``thaw_s`` (and at ``stop``) the frozen ones are thawed
+    and walked once, so cyclic garbage among objects alive at a freeze is still reclaimed.
     """
 
     def __init__(
@@ -100,6 +100,11 @@ class GuiThreadGarbageCollector:
         self._ticks += 1
         if self._ticks % 10:
             self._gc.collect(0)
+            return
+        if self._ticks == 10:
+            # The first one only freezes: what start-up made (modules, the window, its pages)
+            # lives as long as the window, and walking it all was the longest hold of a session.
+            self._gc.freeze()
             return
         if self._clock() - self._thawed_at >= self._thaw_s:
             self._gc.unfreeze()  # everything once more, the long-lived too
