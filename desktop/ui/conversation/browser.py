@@ -139,6 +139,24 @@ class ConversationBrowser(QWidget):
         view.setCurrentRow(view.list_model.row_of(current))
         selection.blockSignals(False)
 
+    def update_row(self, conversation_id: int, current: int | None = None) -> None:
+        """One conversation changed (title, activity, first message stored): its row is
+        read, put where the list's order wants it (or dropped, when deleted or filtered out),
+        and ``current`` stays marked. The rest of the list is not read again."""
+        conv = self.services.conversations.get(conversation_id)
+        shown = (
+            conv is not None
+            and conv.deleted_at is None
+            and (self._agent_filter is None or conv.agent_id == self._agent_filter)
+        )
+        view = self.conversation_list
+        selection = view.selectionModel()
+        selection.blockSignals(True)
+        view.list_model.place(conv if shown else None, conversation_id)
+        self._current = current
+        view.setCurrentRow(view.list_model.row_of(current))
+        selection.blockSignals(False)
+
     def show_current(self, current: int | None) -> None:
         """Mark the shown conversation in the list as it is (a conversation not listed yet,
         e.g. just stored: the list is read again)."""

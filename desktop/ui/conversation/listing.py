@@ -49,6 +49,21 @@ class ConversationListModel(QAbstractListModel):
         self._agent_names = agent_names
         self.endResetModel()
 
+    def place(self, conv: Conversation | None, conversation_id: int) -> None:
+        """Put ``conv`` where ``list()``'s order puts it (pinned first, then the most recently
+        active); None removes the conversation's row."""
+        old = self.row_of(conversation_id)
+        if old >= 0:
+            self.beginRemoveRows(QModelIndex(), old, old)
+            del self._rows[old]
+            self.endRemoveRows()
+        if conv is None:
+            return
+        row = next((i for i, c in enumerate(self._rows) if _above(conv, c)), len(self._rows))
+        self.beginInsertRows(QModelIndex(), row, row)
+        self._rows.insert(row, conv)
+        self.endInsertRows()
+
     def conversation(self, row: int) -> Conversation | None:
         return self._rows[row] if 0 <= row < len(self._rows) else None
 
@@ -80,6 +95,16 @@ class ConversationListModel(QAbstractListModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             return conv.title or "New chat"
         return None
+
+
+def _above(a: Conversation, b: Conversation) -> bool:
+    """Whether ``a`` is listed above ``b``: ``ConversationStore.list``'s order (pinned first,
+    then the most recent activity, then the newer id)."""
+    if a.pinned != b.pinned:
+        return bool(a.pinned)
+    if a.updated_at != b.updated_at:
+        return a.updated_at > b.updated_at
+    return a.id > b.id
 
 
 class _Row:

@@ -331,7 +331,7 @@ class MainWindow(QMainWindow):
         self.pane_stack = PaneStack(self._make_pane)
         self.pane_stack.shown_status.connect(self.status_label.setText)
         self.pane_stack.shown_agent.connect(self.agents.highlight)
-        self.pane_stack.listing_changed.connect(self._reload_list)
+        self.pane_stack.listing_changed.connect(self._conversation_listed)
         layout.addWidget(self.pane_stack, 1)
         return page
 
@@ -382,6 +382,16 @@ class MainWindow(QMainWindow):
         self.browser.show_current(pane.conversation_id)
         self.status_label.setText(pane.presenter.status)
         self.show_page("chat")
+
+    def _conversation_listed(self, conversation_id: int | None) -> None:
+        """A conversation's title or activity changed: its row moves (the list is not read
+        again: 10,000 rows took ~50 ms of each Send)."""
+        if self._closing:
+            return
+        if conversation_id is None:
+            self._reload_list()
+        else:
+            self.browser.update_row(conversation_id, current=self.conversation_id)
 
     def _reload_list(self) -> None:
         if not self._closing:

@@ -26,12 +26,13 @@ class PaneStack(QStackedWidget):
     """Signals (about the shown pane, or any pane for ``listing_changed``):
     shown_status(str): its status line.
     shown_agent(object): the agent that answers it (``Agent`` or None).
-    listing_changed(): a conversation's title or order changed (the list refreshes).
+    listing_changed(object): a conversation's title or order changed (its id; the list
+    moves that row).
     """
 
     shown_status = Signal(str)
     shown_agent = Signal(object)
-    listing_changed = Signal()
+    listing_changed = Signal(object)
 
     def __init__(
         self,
@@ -81,7 +82,9 @@ class PaneStack(QStackedWidget):
         presenter = pane.presenter
         presenter.status_changed.connect(lambda text, p=pane: self._status(p, text))
         presenter.agent_changed.connect(lambda agent, p=pane: self._agent(p, agent))
-        presenter.listing_changed.connect(self.listing_changed.emit)
+        presenter.listing_changed.connect(
+            lambda p=presenter: self.listing_changed.emit(p.conversation_id)
+        )
         presenter.conversation_changed.connect(lambda cid, p=pane: self._stored(p, cid))
         self.addWidget(pane)
         if conversation_id is not None:
