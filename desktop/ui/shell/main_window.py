@@ -18,9 +18,10 @@ import asyncio
 import base64
 import logging
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Generic, TypeVar, cast
 
-from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QGuiApplication
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -43,6 +44,7 @@ from desktop.ui.agents.sidebar import AgentSidebar
 from desktop.ui.conversation.browser import ConversationBrowser
 from desktop.ui.conversation.pane import ConversationPane
 from desktop.ui.kit.elided_label import ElidedLabel
+from desktop.ui.kit.idle import WhenIdle
 from desktop.ui.kit.resources import app_icon
 from desktop.ui.kit.widgets import ask_text, confirm, plain_label, vbox
 from desktop.ui.settings.appearance import footer_mode
@@ -66,7 +68,7 @@ log = logging.getLogger("simi.ui")
 PREF_GEOMETRY = "ui.window_geometry"
 PREF_SPLITTER = "ui.splitter_state"
 PREF_SIDEBAR = "ui.sidebar_splitter_state"
-IDLE_BUILD_MS = 400  # between two pages built after start-up (a person reads meanwhile)
+IDLE_BUILD_MS = 1500  # without input before a page is built after start-up (it takes 50-100 ms)
 
 PageBuilder = Callable[[], QWidget]
 
@@ -224,19 +226,17 @@ class MainWindow(QMainWindow):
     def page_built(self, name: str) -> bool:
         return name in self._pages and name not in self._builders
 
-    def build_pages_when_idle(self, interval_ms: int = IDLE_BUILD_MS) -> None:
-        """Build the pages not built yet, one per ``interval_ms`` (the server page at once
-        when it starts with the app), so that the first click on one shows it at once."""
+    def build_pages_when_idle(self, quiet_ms: int = IDLE_BUILD_MS) -> WhenIdle:
+        """Build the pages not built yet, one per quiet moment (``quiet_ms`` without input,
+        nothing streaming), so that the first click on one shows it at once; the server page
+        at once when it starts with the app."""
         if self.services.prefs.get(PREF_SERVER_AUTOSTART, False):
             self.page("server")
-
-        def next_page() -> None:
-            if self._closing or not self._builders:
-                return
-            self.page(next(iter(self._builders)))
-            QTimer.singleShot(interval_ms, next_page)
-
-        QTimer.singleShot(interval_ms, next_page)
+        idle = WhenIdle(self, busy=lambda: self.busy or self._closing, quiet_ms=quiet_ms)
+        for name in list(self._builders):
+            idle.add(partial(self.page, name))
+        self.closed.connect(idle.stop)
+        return idle
 
     def _build_models_page(self) -> QWidget:
         from desktop.ui.models.page import ModelsPage
