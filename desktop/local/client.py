@@ -132,6 +132,8 @@ class WorkerClient:
         self.state: ModelState = "unloaded"
         self.state_detail = ""
         self.params: LoadParams | None = None
+        # the parameters ``load`` is loading ahead of any request, while it does
+        self.loading_ahead: LoadParams | None = None
         self.last_used = time.monotonic()
         # llama.cpp's own figures for the last request, a stopped one too (its Timing arrives
         # while the client waits for the worker to stop, after the consumer has gone).
@@ -313,7 +315,9 @@ class WorkerClient:
                     self._start()
                 generation = self._generation
                 self._set_state("loading", params.model_path)
-                assert self._sender is not None
+                assert self._sender is not None and self._flag is not None
+                self._flag.value = 0  # set again by ``hurry``: a request waits for this model
+                self.loading_ahead = params
                 self._sender.send(("load", params))
                 self.params = params
                 while True:
@@ -333,9 +337,16 @@ class WorkerClient:
                         self._set_state("error", "worker stopped")
                         raise LocalModelError(_death_message(item[3], False))
             finally:
+                self.loading_ahead = None
                 with self._sink_lock:
                     self._sink = None
                 self.last_used = time.monotonic()
+
+    def hurry(self) -> None:
+        """A request waits for the model this worker loads ahead (``load``): the worker skips
+        what is left of its warm-up and says it is ready (the next request clears the flag)."""
+        if self.loading_ahead is not None and self._flag is not None:
+            self._flag.value = 1
 
     @property
     def busy(self) -> bool:

@@ -225,6 +225,8 @@ class LoadedModel:
         self.name = meta.get("general.name") or self.path.stem
         self.template: str | None = meta.get("tokenizer.chat_template")
         self.formatter: Any = None  # the compiled chat template, built on first use
+        # the tokens every prompt with a system message begins with (``engine.template_opening``)
+        self.opening: list[int] | None = None
         # Why the file's template cannot be used (it does not compile), once that is known.
         self.template_error: str | None = None
         try:

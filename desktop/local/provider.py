@@ -248,7 +248,13 @@ class LocalRuntime:
             info = await self.check_model_file(params.model_path)
             waited = False
             while worker is None:
-                worker = self._take_idle(params) or await self._start_another(info, params)
+                worker = self._take_idle(params)
+                if worker is None and self._hurry_loading(params):
+                    # the model is being loaded ahead for this (the composer got focus): wait
+                    # for that worker, its warm-up cut short, rather than start another
+                    await self._wait_for_a_free_worker()
+                    continue
+                worker = worker or await self._start_another(info, params)
                 if worker is None:
                     if not waited:
                         waited = True
@@ -266,6 +272,14 @@ class LocalRuntime:
             if worker is not None:
                 self._release(worker)
             self._request_finished(worker)
+
+    def _hurry_loading(self, params: LoadParams) -> bool:
+        """Whether a worker is loading ``params`` ahead of need; it is told to skip what is
+        left of its warm-up, as this request waits for it."""
+        loading = [w for w in self.workers if w.loading_ahead == params and w.alive]
+        for worker in loading:
+            worker.hurry()
+        return bool(loading)
 
     def _take_idle(self, params: LoadParams) -> WorkerClient | None:
         """Hold an idle worker: one with these parameters loaded, else any (it reloads)."""

@@ -23,6 +23,10 @@ out-of-memory retry. The client keeps the last one (``WorkerClient.load_report``
 The worker's own log records (and the tracebacks of its unexpected failures) travel as "log"
 messages and are written to the app's log; nothing of the worker is printed to stderr.
 
+A "load" evaluates a little ahead of the first request (``LocalEngine.warm_up``) before it says
+"ready"; that warm-up stops early once the shared flag is set (a request waits for this model:
+``LocalRuntime.stream``) or another message arrives.
+
 Cancellation does not travel through the pipe (the worker is busy generating): the app sets a
 shared flag that the decode loop checks between tokens and llama.cpp's abort callback checks
 during prefill (installed by the engine for the prefill only; see ``LocalEngine._set_abort``).
@@ -147,7 +151,9 @@ def _serve(conn: Any, raw_flag: Any, send: Any, raw_threads: Any = None) -> None
             params = message[1]
             try:
                 send("state", "loading", os.path.basename(params.model_path))
-                engine.preload(params)
+                # the warm-up gives way to a request waiting for it (the app sets the flag) and
+                # to any message sent meanwhile (an unload, a shutdown)
+                engine.preload(params, stop=lambda: flag.is_set() or conn.poll())
                 report_load()
                 send("state", "ready", "")
             except UserError as exc:
