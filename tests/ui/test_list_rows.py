@@ -48,9 +48,14 @@ def test_a_send_moves_one_row_to_the_top_below_the_pinned(
     window.pane.send()
     qtbot.waitUntil(lambda: not window.pane.busy, timeout=20_000)
     titles = _titles(window)
-    assert len(titles) == 5 and titles[0] == "pinned" and titles[2:] == [
-        "oldest",
-        "newest",
-        "older",
-    ]
+    assert (
+        len(titles) == 5
+        and titles[0] == "pinned"
+        and titles[2:]
+        == [
+            "oldest",
+            "newest",
+            "older",
+        ]
+    )
     assert window.browser.conversation_list.current_id() == window.conversation_id
