@@ -166,3 +166,31 @@ def window(services: Any, make_window: Any) -> Any:
     # ``services`` first: fixtures tear down in reverse, so windows close before the store.
     limit_starter(services, max_tokens=48)
     return make_window(services)
+
+
+@pytest.fixture
+def make_view(qtbot: Any, qloop: Any, services: Any) -> Iterator[Any]:
+    """Compare views on ``services`` (1280x800, shown; ``blind=True`` checks Blind; the
+    "shuffle" reverses, so blind orders are known); each is stopped and closed after."""
+    from desktop.ui.compare.view import CompareView
+
+    views: list[CompareView] = []
+
+    def make(agents: list[Agent] | None = None, **options: bool) -> CompareView:
+        view = CompareView(services)
+        view.shuffle = lambda agents: list(reversed(agents))  # a known "shuffle"
+        qtbot.addWidget(view)
+        view.resize(1280, 800)
+        view.blind.setChecked(options.get("blind", False))
+        if agents:
+            view.set_agents(agents)
+        view.show()
+        qtbot.waitExposed(view)
+        views.append(view)
+        return view
+
+    yield make
+    for view in views:
+        view.stop_all()
+        qtbot.waitUntil(lambda v=view: not v.busy, timeout=180_000)
+        view.close()

@@ -10,36 +10,11 @@ The remote agents talk to FaultServer on loopback (see test_compare_view.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from typing import Any
 
-import pytest
 from PySide6.QtCore import Qt
 
-from desktop.store.agents import Agent
-from desktop.ui.compare.view import CompareView
 from tests.ui.test_compare_view import TIMEOUT_MS, _remote, _replies, _ticker
-
-
-@pytest.fixture
-def make_view(qtbot: Any, qloop: Any, services: Any) -> Iterator[Callable[..., CompareView]]:
-    views: list[CompareView] = []
-
-    def make(agents: list[Agent]) -> CompareView:
-        view = CompareView(services)
-        qtbot.addWidget(view)
-        view.resize(1280, 800)
-        view.set_agents(agents)
-        view.show()
-        qtbot.waitExposed(view)
-        views.append(view)
-        return view
-
-    yield make
-    for view in views:
-        view.stop_all()
-        qtbot.waitUntil(lambda v=view: not v.busy, timeout=TIMEOUT_MS)
-        view.close()
 
 
 def _four(services: Any, servers: list[Any]) -> list[Any]:

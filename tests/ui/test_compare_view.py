@@ -12,7 +12,7 @@ is filled in as a person would).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -52,30 +52,6 @@ def _remote(services: Any, name: str, server: FaultServer, **fields: Any) -> Age
             **fields,
         )
     )
-
-
-@pytest.fixture
-def make_view(qtbot: Any, qloop: Any, services: Any) -> Iterator[Callable[..., CompareView]]:
-    views: list[CompareView] = []
-
-    def make(agents: list[Agent] | None = None, **options: bool) -> CompareView:
-        view = CompareView(services)
-        view.shuffle = lambda agents: list(reversed(agents))  # a known "shuffle"
-        qtbot.addWidget(view)
-        view.resize(1280, 800)
-        view.blind.setChecked(options.get("blind", False))
-        if agents:
-            view.set_agents(agents)
-        view.show()
-        qtbot.waitExposed(view)
-        views.append(view)
-        return view
-
-    yield make
-    for view in views:
-        view.stop_all()
-        qtbot.waitUntil(lambda v=view: not v.busy, timeout=LOCAL_TIMEOUT_MS)
-        view.close()
 
 
 @pytest.fixture
