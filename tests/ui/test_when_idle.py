@@ -34,6 +34,9 @@ def test_a_job_waits_while_the_person_types_and_while_busy(qtbot: Any) -> None:
     assert ran == []
 
     busy[0] = False
+    ended = time.monotonic()
+    qtbot.waitUntil(lambda: bool(ran), timeout=3_000)
+    assert time.monotonic() - ended >= 0.08  # not as the reply ends: a quiet moment after it
     qtbot.waitUntil(lambda: ran == ["first", "second"], timeout=3_000)
     assert not idle._watching  # the input watch ended with the last job
 

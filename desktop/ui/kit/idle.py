@@ -1,6 +1,6 @@
 """Work done when the person is not using the window: run one job at a time, each only after
-``quiet_ms`` without a key, click or wheel and while ``busy()`` is false (nothing streams), so
-a job that holds the GUI thread for a while never lands under a keystroke."""
+``quiet_ms`` without a key, click or wheel and without ``busy()`` (a reply streaming), so a job
+that holds the GUI thread for a while never lands under a keystroke or at a reply's end."""
 
 from __future__ import annotations
 
@@ -60,8 +60,12 @@ class WhenIdle(QObject):
         if not self._jobs:
             self._unwatch()
             return
+        if self._busy():  # a reply streams: quiet counts from when it has ended (seen soon)
+            self._last_input = time.monotonic()
+            self._timer.start(max(1, int(self._quiet_s * 100)))
+            return
         quiet_for = time.monotonic() - self._last_input
-        if quiet_for < self._quiet_s or self._busy():
+        if quiet_for < self._quiet_s:
             wait = max(self._quiet_s - quiet_for, self._quiet_s / 2)
             self._timer.start(int(wait * 1000))
             return
