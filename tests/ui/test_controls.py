@@ -178,7 +178,7 @@ def test_the_keyboard_focus_is_always_visible(
         "agents list": sidebar.agent_list,
         "search box": window.browser.search_box,
         "agent filter": window.browser.findChild(QComboBox, "AgentFilter"),
-        "Models page button": window._page_buttons["models"],
+        "Models page button": window.pages.buttons["models"],
         "Switch agent": window.pane.agent_button,
     }
     away = window.pane.composer

@@ -17,9 +17,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Generic, TypeVar, cast
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QGuiApplication
@@ -30,8 +29,6 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QPushButton,
     QSplitter,
-    QStackedWidget,
-    QToolButton,
     QWidget,
 )
 
@@ -52,6 +49,7 @@ from desktop.ui.shell import transfer
 from desktop.ui.shell.keyring_notice import KeyringNotice, add_keyring_notice
 from desktop.ui.shell.menus import build_menus
 from desktop.ui.shell.page_bar import PageBar
+from desktop.ui.shell.pages import LazyPage, PageBuilder, Pages
 from desktop.ui.shell.pane_stack import PaneStack
 from desktop.ui.shell.shortcuts import ShortcutsSheet
 from desktop.ui.shell.store_watch import watch_store
@@ -70,8 +68,6 @@ PREF_SPLITTER = "ui.splitter_state"
 PREF_SIDEBAR = "ui.sidebar_splitter_state"
 IDLE_BUILD_MS = 1500  # without input before a page is built after start-up (it takes 50-100 ms)
 
-PageBuilder = Callable[[], QWidget]
-
 
 def _encode(data: QByteArray) -> str:
     return base64.b64encode(bytes(data.data())).decode("ascii")
@@ -86,19 +82,6 @@ def _decode(text: object) -> QByteArray | None:
         return None
 
 
-P = TypeVar("P", bound=QWidget)
-
-
-class _Page(Generic[P]):
-    """``window.stats_page`` and the like: that page, built when first asked for."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __get__(self, window: MainWindow, owner: object) -> P:
-        return cast(P, window.page(self.name))
-
-
 class MainWindow(QMainWindow):
     """Signals:
     closed(): once the window has closed (streaming replies stopped, state saved).
@@ -107,20 +90,17 @@ class MainWindow(QMainWindow):
 
     closed = Signal()
     model_state_changed = Signal(str, str)
-    models_page: _Page[ModelsPage] = _Page("models")
-    stats_page: _Page[StatsPage] = _Page("stats")
-    compare_page: _Page[ComparePage] = _Page("compare")
-    server_page: _Page[ServerPage] = _Page("server")
+    models_page: LazyPage[ModelsPage] = LazyPage("models")
+    stats_page: LazyPage[StatsPage] = LazyPage("stats")
+    compare_page: LazyPage[ComparePage] = LazyPage("compare")
+    server_page: LazyPage[ServerPage] = LazyPage("server")
 
     def __init__(self, services: Services, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.services = services
         self._closing = False
-        self._pages: dict[str, QWidget] = {}
-        self._builders: dict[str, PageBuilder] = {}  # pages not built yet
         self._keyring_checked = False
         self._info_bar: KeyringNotice | None = None
-        self._page_buttons: dict[str, QToolButton] = {}
         self._footer_mode = footer_mode(services.prefs)
 
         self.setWindowTitle("SIMI Multi")
@@ -140,8 +120,9 @@ class MainWindow(QMainWindow):
         self.status_label.setObjectName("StatusLine")
         self.statusBar().addWidget(self.status_label, 1)
         self.statusBar().setSizeGripEnabled(False)
-        self.pages = QStackedWidget()
-        self.pages.setObjectName("Pages")
+        self.page_bar = PageBar()  # one row of page buttons, or two in a narrow sidebar
+        self.page_bar.hide()
+        self.pages = Pages(self.page_bar)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("MainSplitter")
         self.splitter.setChildrenCollapsible(False)
@@ -179,62 +160,22 @@ class MainWindow(QMainWindow):
 
     # pages -----------------------------------------------------------------------------------
     def add_page(self, name: str, page: QWidget | PageBuilder, label: str | None = None) -> None:
-        """Add a right-hand page with a button in the sidebar's page bar ("chat" is first).
-
-        ``page``: the widget, or a function that builds it when the page is first shown.
-        The bar appears once there is more than one page.
-        """
-        if name in self._pages:
-            raise ValueError(f"a page called {name!r} exists")
-        if isinstance(page, QWidget):
-            widget = page
-        else:
-            widget = QWidget()  # stands in until the page is built
-            self._builders[name] = page
-        self._pages[name] = widget
-        self.pages.addWidget(widget)
-        button = QToolButton()
-        button.setObjectName("PageButton")
-        button.setText(label or name.title())
-        button.setCheckable(True)
-        button.setAutoExclusive(True)
-        button.setCursor(Qt.CursorShape.PointingHandCursor)
-        button.clicked.connect(self._page_slot(name))
-        self.page_bar.add(button)
-        self._page_buttons[name] = button
-        self.page_bar.setVisible(len(self._pages) > 1)
-        if len(self._pages) == 1:
-            button.setChecked(True)
-
-    def _page_slot(self, name: str) -> Callable[[], None]:
-        return lambda: self.show_page(name)
+        """Add a right-hand page with a button in the sidebar's page bar ("chat" is first);
+        ``page``: the widget, or a function that builds it when the page is first shown."""
+        self.pages.add(name, page, label or name.title(), partial(self.show_page, name))
 
     def page(self, name: str) -> QWidget:
-        """The page called ``name``, built now if it was not yet."""
-        builder = self._builders.pop(name, None)
-        if builder is not None:
-            stand_in = self._pages[name]
-            widget = builder()
-            self.pages.insertWidget(self.pages.indexOf(stand_in), widget)
-            if self.pages.currentWidget() is stand_in:
-                self.pages.setCurrentWidget(widget)
-            self.pages.removeWidget(stand_in)
-            stand_in.deleteLater()
-            self._pages[name] = widget
-        return self._pages[name]
+        return self.pages.page(name)
 
     def page_built(self, name: str) -> bool:
-        return name in self._pages and name not in self._builders
+        return self.pages.built(name)
 
     def build_pages_when_idle(self, quiet_ms: int = IDLE_BUILD_MS) -> WhenIdle:
-        """Build the pages not built yet, one per quiet moment (``quiet_ms`` without input,
-        nothing streaming), so that the first click on one shows it at once; the server page
-        at once when it starts with the app."""
+        """The pages not built yet, one per quiet moment; the server page at once when it
+        starts with the app."""
         if self.services.prefs.get(PREF_SERVER_AUTOSTART, False):
             self.page("server")
-        idle = WhenIdle(self, busy=lambda: self.busy or self._closing, quiet_ms=quiet_ms)
-        for name in list(self._builders):
-            idle.add(partial(self.page, name))
+        idle = self.pages.build_when_idle(lambda: self.busy or self._closing, quiet_ms)
         self.closed.connect(idle.stop)
         return idle
 
@@ -282,17 +223,14 @@ class MainWindow(QMainWindow):
         return self._info_bar
 
     def show_page(self, name: str) -> None:
-        widget = self.page(name)
-        self.pages.setCurrentWidget(widget)
-        self._page_buttons[name].setChecked(True)
+        widget = self.pages.show_page(name)
         refresh = getattr(widget, "refresh", None)
         if callable(refresh):
             refresh()
 
     @property
     def current_page(self) -> str:
-        current = self.pages.currentWidget()
-        return next((n for n, w in self._pages.items() if w is current), "chat")
+        return self.pages.current
 
     def _build_sidebar(self) -> QWidget:
         sidebar = QWidget()
@@ -320,8 +258,6 @@ class MainWindow(QMainWindow):
         self.sidebar_splitter.setStretchFactor(0, 0)
         self.sidebar_splitter.setStretchFactor(1, 1)
         layout.addWidget(self.sidebar_splitter, 1)
-        self.page_bar = PageBar()  # one row of page buttons, or two in a narrow sidebar
-        self.page_bar.hide()
         layout.addWidget(self.page_bar)
         return sidebar
 
