@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QAbstractButton, QApplication, QLabel, QMessageBox, QWidget
 
 from desktop.chat.services import Services
@@ -263,6 +264,20 @@ def test_the_keyring_notice_is_one_plain_line_with_how_to_fix_and_dont_show_agai
     assert no_keyring_services.prefs.get(PREF_HIDDEN) is True
     again = make_window(no_keyring_services)
     assert again.info_bar is None
+
+
+def test_the_notice_added_after_the_first_paint_leaves_the_typing_where_it_was(
+    qtbot: Any, no_keyring_services: Services, make_window: Any
+) -> None:
+    window = make_window(no_keyring_services)
+    window.activateWindow()
+    composer = window.pane.composer
+    composer.setFocus()
+    qtbot.waitUntil(composer.hasFocus)
+    assert window.info_bar is not None and window.info_bar.isVisible()  # added now
+    assert composer.hasFocus()
+    QTest.keyClicks(QApplication.focusWidget(), "hi")
+    assert composer.toPlainText() == "hi"
 
 
 def test_every_button_in_the_notice_says_what_it_does(

@@ -11,7 +11,14 @@ from __future__ import annotations
 import sys
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QMainWindow, QMessageBox, QToolButton, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QFrame,
+    QMainWindow,
+    QMessageBox,
+    QToolButton,
+    QWidget,
+)
 
 from desktop.settings.prefs import Preferences
 from desktop.settings.secrets import SecretStore
@@ -130,6 +137,7 @@ def add_keyring_notice(
     notice = keyring_notice(secrets, prefs)
     if notice is None:
         return None
+    focused = QApplication.focusWidget()  # moving the page below the notice drops the focus
     central = window.takeCentralWidget()
     host = QWidget()
     layout = vbox(host)
@@ -141,4 +149,6 @@ def add_keyring_notice(
         host.show()
         if central is not None:
             central.show()
+        if focused is not None and focused.window() is window:
+            focused.setFocus()  # the person may be typing already
     return notice
