@@ -16,8 +16,19 @@ STARTER_AGENT_NAME = "SmolLM2 (local)"
 STARTER_MODEL_NAME = "SmolLM2-135M-Instruct"
 
 
+_found: Path | None = None  # where it was found: one stat checks it, not a search of sys.path
+
+
 def starter_model_path() -> Path | None:
     """The GGUF file of the starter model, or None when the wheel is not installed."""
+    global _found
+    if _found is not None and _found.is_file():
+        return _found
+    _found = _search()
+    return _found
+
+
+def _search() -> Path | None:
     try:
         spec = importlib.util.find_spec(STARTER_PACKAGE)
     except (ImportError, ValueError):

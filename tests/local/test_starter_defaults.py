@@ -255,3 +255,20 @@ def test_the_default_probe_on_this_build(services: Services) -> None:
     assert starter.n_gpu_layers == gpu_layers_for(info, starter.n_ctx, offload, free)
     if not offload:  # this machine's CPU build: nothing on a GPU, as before
         assert starter.n_gpu_layers == 0
+
+
+def test_the_starter_file_is_found_again_after_it_moves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the starter model was found is remembered (a search of sys.path per agent
+    header cost ~1 ms); a file that is gone is searched for again, not handed out."""
+    from desktop.local import starter
+
+    found = starter.starter_model_path()
+    assert found is not None and found.is_file()
+    assert starter.starter_model_path() == found
+    moved = tmp_path / starter.STARTER_FILE
+    moved.write_bytes(b"GGUF")
+    monkeypatch.setattr(starter, "_found", tmp_path / "gone.gguf")  # as if it was removed
+    monkeypatch.setattr(starter, "_search", lambda: moved)  # and is now installed here
+    assert starter.starter_model_path() == moved
