@@ -49,7 +49,7 @@ os.environ["SIMI_HOME"] = tempfile.mkdtemp(prefix="simi-compare-")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from remote_streams import percentile, serve
+from remote_streams import loopback_agents, percentile, serve
 
 STREAMS = 4
 PROBE_MS = 10
@@ -287,7 +287,6 @@ def run_window(base: str, count: int) -> dict[str, Any]:
 
     from desktop.chat.services import Services
     from desktop.settings.paths import AppPaths
-    from desktop.store.agents import Agent
     from desktop.ui.kit import theme
     from desktop.ui.kit.loop import drain, new_loop
     from desktop.ui.markdown import text_access
@@ -297,17 +296,7 @@ def run_window(base: str, count: int) -> dict[str, Any]:
     theme.install(app, dark=False)
     loop = new_loop(app)
     services = Services.open(AppPaths.from_env())
-    agents = [
-        services.agents.create(
-            Agent(
-                name=f"Loopback {chr(65 + i)}",
-                kind="openai-compatible",
-                base_url=base,
-                model=f"bench-{i}",
-            )
-        )
-        for i in range(STREAMS)
-    ]
+    agents = loopback_agents(services, base, "Loopback", "bench", STREAMS)
     harness = Harness(services, agents)
     try:
         runs = loop.run_until_complete(rounds(services, harness, count))

@@ -286,17 +286,9 @@ def fill(base: str, quick: bool = False) -> dict[str, Any]:
         remote = services.agents.create(
             Agent(name="Loopback", kind="openai-compatible", base_url=base, model="chat")
         )
-        compare = [
-            services.agents.create(
-                Agent(
-                    name=f"Compare {chr(65 + i)}",
-                    kind="openai-compatible",
-                    base_url=base,
-                    model=f"cmp-{i}",
-                )
-            )
-            for i in range(4)
-        ]
+        from remote_streams import loopback_agents
+
+        compare = loopback_agents(services, base, "Compare", "cmp", 4)
         return {
             "long_id": long_id,
             "short_id": short_id,

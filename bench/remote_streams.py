@@ -47,6 +47,24 @@ async def read_request(reader: asyncio.StreamReader) -> None:
     await reader.readexactly(length)
 
 
+def loopback_agents(services: Any, base: str, name: str, model: str, count: int) -> list[Any]:
+    """``count`` openai-compatible agents of ``services`` on the loopback server at ``base``:
+    "<name> A", "<name> B", … answering as models "<model>-0", "<model>-1", …"""
+    from desktop.store.agents import Agent
+
+    return [
+        services.agents.create(
+            Agent(
+                name=f"{name} {chr(65 + i)}",
+                kind="openai-compatible",
+                base_url=base,
+                model=f"{model}-{i}",
+            )
+        )
+        for i in range(count)
+    ]
+
+
 def serve(port_queue: Any, rate: float, tokens: int) -> None:
     """The fake endpoint: stands in for any OpenAI-compatible server streaming at ``rate``."""
 

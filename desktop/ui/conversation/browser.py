@@ -3,7 +3,8 @@ with a few seconds of Undo before the conversation is gone for good."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from PySide6.QtCore import QModelIndex, QPoint, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -128,16 +129,12 @@ class ConversationBrowser(QWidget):
         """Refill the list (and the agent filter); ``current`` is the shown conversation."""
         if agents is not None:
             self._agents = agents
-        self._current = current
         names = {a.id: a.name for a in self._agents if a.id is not None}
         self._fill_agent_filter()
         rows = self.services.conversations.list(self._agent_filter)
-        view = self.conversation_list
-        selection = view.selectionModel()
-        selection.blockSignals(True)
-        view.list_model.set_rows(rows, names)
-        view.setCurrentRow(view.list_model.row_of(current))
-        selection.blockSignals(False)
+        with self._quiet_selection():
+            self.conversation_list.list_model.set_rows(rows, names)
+            self._mark(current)
 
     def update_row(self, conversation_id: int, current: int | None = None) -> None:
         """One conversation changed (title, activity, first message stored): its row is
@@ -149,27 +146,33 @@ class ConversationBrowser(QWidget):
             and conv.deleted_at is None
             and (self._agent_filter is None or conv.agent_id == self._agent_filter)
         )
-        view = self.conversation_list
-        selection = view.selectionModel()
-        selection.blockSignals(True)
-        view.list_model.place(conv if shown else None, conversation_id)
-        self._current = current
-        view.setCurrentRow(view.list_model.row_of(current))
-        selection.blockSignals(False)
+        with self._quiet_selection():
+            self.conversation_list.list_model.place(conv if shown else None, conversation_id)
+            self._mark(current)
 
     def show_current(self, current: int | None) -> None:
         """Mark the shown conversation in the list as it is (a conversation not listed yet,
         e.g. just stored: the list is read again)."""
-        view = self.conversation_list
-        row = view.list_model.row_of(current)
-        if current is not None and row < 0:
+        if current is not None and self.conversation_list.list_model.row_of(current) < 0:
             self.reload(current=current)
             return
-        self._current = current
-        selection = view.selectionModel()
+        with self._quiet_selection():
+            self._mark(current)
+
+    @contextmanager
+    def _quiet_selection(self) -> Iterator[None]:
+        """List changes that must not read as the person picking a row (no open_requested)."""
+        selection = self.conversation_list.selectionModel()
         selection.blockSignals(True)
-        view.setCurrentRow(row)
-        selection.blockSignals(False)
+        try:
+            yield
+        finally:
+            selection.blockSignals(False)
+
+    def _mark(self, current: int | None) -> None:
+        self._current = current
+        view = self.conversation_list
+        view.setCurrentRow(view.list_model.row_of(current))
 
     def _fill_agent_filter(self) -> None:
         combo = self.agent_filter

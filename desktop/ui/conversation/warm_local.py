@@ -12,13 +12,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject
+from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QApplication, QWidget
 
 from desktop.chat.model_library import fits_now
 from desktop.chat.services import Services
 from desktop.errors import UserError
 from desktop.ui.kit.async_door import run_blocking, start
+from desktop.ui.kit.first_paint import after_first_paint
 
 log = logging.getLogger("simi.ui.warm")
 
@@ -41,23 +42,13 @@ class LocalWarmer(QObject):
         self.tasks: list[Any] = []  # what it started (tests wait on them)
 
     def install(self, app: QApplication) -> None:
-        app.installEventFilter(self)  # until the first paint only (removed then)
+        after_first_paint(self._window, self._on_first_paint)
         app.focusChanged.connect(self._focus_changed)
 
     # first paint -----------------------------------------------------------------------------
-    def eventFilter(self, obj: QObject, event: QEvent) -> bool:
-        if (
-            not self._painted
-            and event.type() == QEvent.Type.Paint
-            and isinstance(obj, QWidget)
-            and obj.window() is self._window
-        ):
-            self._painted = True
-            app = QApplication.instance()
-            if app is not None:
-                app.removeEventFilter(self)
-            self.first_paint()
-        return False
+    def _on_first_paint(self) -> None:
+        self._painted = True
+        self.first_paint()
 
     def first_paint(self) -> None:
         """Start the worker (no model) when the agent in view is local; arm the focused
