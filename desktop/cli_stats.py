@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from desktop.chat.format import UNKNOWN_COST, cost_text
+from desktop.chat.format import UNKNOWN_COST, cost_text, count_text
 from desktop.cli_common import Column, print_columns
 
 if TYPE_CHECKING:
@@ -150,8 +150,8 @@ _COLUMNS: tuple[Column, ...] = (
     ("TTFT p95", lambda r: _ms(r["ttft_p95_ms"]), True),
     ("decode p50", lambda r: _speed(r["decode_p50_tok_s"]), True),
     ("decode p95", lambda r: _speed(r["decode_p95_tok_s"]), True),
-    ("tokens in", lambda r: _count(r["prompt_tokens"]), True),
-    ("out", lambda r: _count(r["output_tokens"]), True),
+    ("tokens in", lambda r: count_text(r["prompt_tokens"]), True),
+    ("out", lambda r: count_text(r["output_tokens"]), True),
     ("cached", lambda r: _share(r["cached_share"]), True),
     ("cost", lambda r: _cost(r), False),
 )
@@ -207,16 +207,6 @@ def _tool_ms(value: Any) -> str:
 
 def _speed(value: Any) -> str:
     return "-" if value is None else f"{value:,.1f}"
-
-
-def _count(value: int) -> str:
-    if value >= 10_000_000:
-        return f"{value / 1e6:.0f}M"
-    if value >= 1_000_000:
-        return f"{value / 1e6:.1f}M"
-    if value >= 10_000:
-        return f"{value / 1e3:.0f}k"
-    return f"{value:,}"
 
 
 def _share(value: Any) -> str:

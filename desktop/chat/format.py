@@ -42,6 +42,16 @@ def _num(value: Any, digits: int = 0) -> str:
     return f"{float(value):,.{digits}f}"
 
 
+def count_text(n: int) -> str:
+    """1234 -> "1,234"; 123_456 -> "123k"; 1_234_567 -> "1.2M": a count that keeps a column
+    narrow (the hub's downloads and likes, ``simi stats``' tokens)."""
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.1f}M"
+    if n >= 100_000:
+        return f"{n / 1000:.0f}k"
+    return f"{n:,}"
+
+
 def _is_path(name: str) -> bool:
     return (
         name.startswith(("/", "~", "./", "../", "\\"))

@@ -452,8 +452,9 @@ def test_figures_read_as_words() -> None:
     shorter forms for a narrow row."""
     from datetime import UTC, datetime
 
+    from desktop.chat.format import count_text
     from desktop.hub.downloads import DownloadProgress
-    from desktop.ui.models.hub_format import count_text, progress_texts, relative_time, size_text
+    from desktop.ui.models.hub_format import progress_texts, relative_time, size_text
 
     now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
     assert relative_time("2026-11-28T12:00:00.000Z", now) == "3 days ago"

@@ -74,22 +74,25 @@ class FileComposer(ComposerEdit):
 
     # A drag of files goes on to the pane (ignored here), which shows the drop hint.
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
-        if local_files(event.mimeData()):
-            event.ignore()
-        else:
+        if not _passed_on(event):
             super().dragEnterEvent(event)
 
     def dragMoveEvent(self, event: QDragMoveEvent) -> None:
-        if local_files(event.mimeData()):
-            event.ignore()
-        else:
+        if not _passed_on(event):
             super().dragMoveEvent(event)
 
     def dropEvent(self, event: QDropEvent) -> None:
-        if local_files(event.mimeData()):
-            event.ignore()
-        else:
+        if not _passed_on(event):
             super().dropEvent(event)
+
+
+def _passed_on(event: QDropEvent) -> bool:
+    """Ignore a drag or drop of local files (the widget around the composer takes them);
+    False for anything else, which the composer handles itself."""
+    if local_files(event.mimeData()):
+        event.ignore()
+        return True
+    return False
 
 
 def paperclip_icon(colour: QColor, size: int = 20, ratio: float = 2.0) -> QIcon:

@@ -33,15 +33,6 @@ def size_text(n: float | None) -> str:
     return f"{int(n)} B"
 
 
-def count_text(n: int) -> str:
-    """1234 -> "1,234"; 1_234_567 -> "1.2M"; keeps a column narrow."""
-    if n >= 1_000_000:
-        return f"{n / 1_000_000:.1f}M"
-    if n >= 100_000:
-        return f"{n / 1000:.0f}k"
-    return f"{n:,}"
-
-
 def parse_time(iso: str | None) -> datetime | None:
     if not iso:
         return None

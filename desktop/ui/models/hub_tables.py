@@ -21,11 +21,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.chat.format import count_text
 from desktop.chat.hub_browse import sees_images, vision_note
 from desktop.hub.client import RepoSummary
 from desktop.hub.files import Fit, GgufModel
 from desktop.ui.kit.theme import current_colors
-from desktop.ui.models.hub_format import count_text, fit_colour, relative_time, size_text
+from desktop.ui.models.hub_format import fit_colour, relative_time, size_text
 
 BADGE_ROLE = Qt.ItemDataRole.UserRole + 1  # text of a pill drawn at the cell's right
 TONE_ROLE = Qt.ItemDataRole.UserRole + 2  # the pill's colours: "warn" (default) or "info"
