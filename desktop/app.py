@@ -6,7 +6,6 @@ PySide6 is imported inside the functions so that importing this module stays che
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import sys
@@ -17,15 +16,17 @@ from typing import TYPE_CHECKING, Literal
 
 os.environ["QT_API"] = "pyside6"  # before qasync is imported: it prefers PyQt otherwise
 
-from desktop.chat.services import Services
 from desktop.process_clock import started_at
 from desktop.settings.paths import AppPaths
-from desktop.store.db import move_aside
-from desktop.store.errors import StoreUnavailable
 
-if TYPE_CHECKING:  # PySide6 is imported at run time only inside the functions (see above)
+if TYPE_CHECKING:  # imported at run time inside the functions: PySide6 (see above), and what
+    # the window's frame does not need before it paints
+    import asyncio
+
     from PySide6.QtWidgets import QApplication, QWidget
 
+    from desktop.chat.services import Services
+    from desktop.store.errors import StoreUnavailable
     from desktop.ui.shell.main_window import MainWindow
 
 log = logging.getLogger("simi.app")
@@ -41,6 +42,10 @@ def open_services(
     ``ask`` gets the ``StoreUnavailable`` and answers "move_aside" (damaged file: rename it and
     start fresh), "retry" or "quit". A damaged database is never recreated without asking.
     """
+    from desktop.chat.services import Services
+    from desktop.store.db import move_aside
+    from desktop.store.errors import StoreUnavailable
+
     while True:
         try:
             return Services.open(paths)
@@ -100,34 +105,52 @@ def install_quit_signals(app: QApplication, window: QWidget) -> None:
     wake.start()
 
 
-def exit_after_first_paint(app: QApplication, window: QWidget) -> None:
-    """SIMI_EXIT_AFTER_FIRST_PAINT=1 (bench/startup.py): at the window's first paint print
-    {"first_paint_s": …} on stdout, from the process start (or from SIMI_BENCH_T0, epoch
-    seconds, when the caller sets it), then close the window the normal way."""
+def exit_after_first_paint(app: QApplication, window: MainWindow) -> None:
+    """SIMI_EXIT_AFTER_FIRST_PAINT=1 (bench/startup.py): at the window's first paint (its
+    frame) print {"first_paint_s": …} on stdout, from the process start (or from
+    SIMI_BENCH_T0, epoch seconds, when the caller sets it); at its first paint once open (the
+    agents and the chat shown) print {"open_paint_s": …}; then close the window the normal
+    way."""
+    import json
+
     from PySide6.QtCore import QEvent, QObject, QTimer
 
     started = started_at()
 
     class FirstPaint(QObject):
-        seen = False
+        seen: set[str] = set()
 
         def eventFilter(self, obj: QObject, event: QEvent) -> bool:
             if (
-                not self.seen
-                and event.type() == QEvent.Type.Paint
+                event.type() == QEvent.Type.Paint
                 and getattr(obj, "window", lambda: None)() is window
             ):
-                self.seen = True
-                elapsed = time.time() - started
-                import json
-
-                cpu = round(time.process_time(), 4)  # this process's CPU time (both threads)
-                print(json.dumps({"first_paint_s": round(elapsed, 4), "cpu_s": cpu}), flush=True)
-                QTimer.singleShot(0, window.close)
+                key = "open_paint_s" if window.opened else "first_paint_s"
+                if key not in self.seen:
+                    self.seen.add(key)
+                    elapsed = round(time.time() - started, 4)
+                    cpu = round(time.process_time(), 4)  # this process's CPU time (both threads)
+                    print(json.dumps({key: elapsed, "cpu_s": cpu}), flush=True)
+                    if key == "open_paint_s":
+                        QTimer.singleShot(0, window.close)
             return False
 
     watcher = FirstPaint(app)
     app.installEventFilter(watcher)
+
+
+def paint_now(window: QWidget, timeout_ms: int = 300) -> None:
+    """Show ``window`` and run Qt's events until it has painted once (at most ``timeout_ms``:
+    a window that is not exposed, e.g. started minimised, does not hold the start up)."""
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    from desktop.ui.kit.first_paint import after_first_paint
+
+    waiting = QEventLoop()
+    after_first_paint(window, waiting.quit)
+    QTimer.singleShot(timeout_ms, waiting.quit)
+    window.show()
+    waiting.exec()
 
 
 def warm_up_after_first_paint(services: Services, window: MainWindow) -> None:
@@ -146,19 +169,18 @@ def warm_up_after_first_paint(services: Services, window: MainWindow) -> None:
 
 
 def run_app(argv: list[str] | None = None) -> int:
-    """Show the window and run until it is closed. Returns the process exit code."""
+    """Show the window and run until it is closed. Returns the process exit code.
+
+    The window's frame paints first, from the saved preferences alone (theme, size, split);
+    then the store opens (or the person is asked about a damaged one, over the frame), the
+    modules of the data load and ``window.open(services)`` fills the frame."""
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
     from desktop.settings.prefs import Preferences
-    from desktop.ui.conversation.warm_local import LocalWarmer
     from desktop.ui.kit.first_paint import after_first_paint
-    from desktop.ui.kit.loop import GuiThreadGarbageCollector, drain, new_loop
     from desktop.ui.kit.resources import app_icon
-    from desktop.ui.kit.tooltips import install_plain_tooltips
-    from desktop.ui.markdown import text_access
     from desktop.ui.settings import appearance
-    from desktop.ui.shell.crash import CrashReporter
     from desktop.ui.shell.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(list(argv) if argv is not None else sys.argv)
@@ -170,19 +192,36 @@ def run_app(argv: list[str] | None = None) -> int:
     # Quit when our window's close has been handled, not when Qt sees no window left:
     # ending on aboutToQuit would stop the loop before awaited futures finish.
     app.setQuitOnLastWindowClosed(False)
+    paths = AppPaths.from_env()
+    prefs = Preferences(paths.settings_path)
+    appearance.apply_saved(app, prefs)  # theme and text size
+    window = MainWindow(prefs=prefs)
+    if os.environ.get("SIMI_EXIT_AFTER_FIRST_PAINT") == "1":
+        exit_after_first_paint(app, window)
+    paint_now(window)
+
+    from desktop.local.libraries import choose_at_start
+
+    choose_at_start()  # which llama.cpp build, before anything loads one (the worker inherits it)
+    import asyncio
+
+    from desktop.ui.conversation.warm_local import LocalWarmer
+    from desktop.ui.kit.loop import GuiThreadGarbageCollector, drain, new_loop
+    from desktop.ui.kit.tooltips import install_plain_tooltips
+    from desktop.ui.markdown import text_access
+    from desktop.ui.shell.crash import CrashReporter
+
     text_access.install()  # screen readers read the custom-painted reply text
     install_plain_tooltips(app)  # a tooltip is never read as HTML (a name could hold <img>)
-    paths = AppPaths.from_env()
-    appearance.apply_saved(app, Preferences(paths.settings_path))  # theme and text size
-
     services = open_services(paths, ask_store_problem)
     if services is None:
+        window.close()
         return 1
 
     loop = new_loop(app)
     collector = GuiThreadGarbageCollector(app)
     CrashReporter().install(loop)
-    window = MainWindow(services)
+    window.open(services)
     LocalWarmer(services, window).install(app)  # the worker at first paint, the model on focus
     closed: asyncio.Future[None] = loop.create_future()
 
@@ -191,10 +230,9 @@ def run_app(argv: list[str] | None = None) -> int:
             closed.set_result(None)
 
     window.closed.connect(on_closed)
+    if window.isHidden():  # closed while the store was asked about
+        on_closed()
     after_first_paint(window, lambda: warm_up_after_first_paint(services, window))
-    if os.environ.get("SIMI_EXIT_AFTER_FIRST_PAINT") == "1":
-        exit_after_first_paint(app, window)
-    window.show()
     install_quit_signals(app, window)
     log.info("window shown")
 

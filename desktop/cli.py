@@ -26,7 +26,6 @@ from functools import partial
 from typing import Any
 
 from desktop import APP_NAME, __version__
-from desktop.chat.agent_rules import number_field, parse_number
 from desktop.cli_common import (
     EXIT_ERROR,
     EXIT_OK,
@@ -52,6 +51,8 @@ def _arg_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
 
 def _number(p: argparse.ArgumentParser, option: str, dest: str = "", **kw: Any) -> None:
     """A numeric Agent field, parsed as the agent editor parses it (``agent_rules``)."""
+    from desktop.chat.agent_rules import number_field
+
     field = number_field(dest or option[2:].replace("-", "_"))
     p.add_argument(option, dest=field.name, type=_arg_type(field.parse), **kw)
 
@@ -101,6 +102,8 @@ _CLEAR = object()  # an option given as "none": the field goes back to its defau
 
 def _price(field: str, text: str) -> object:
     """A price override option: a number (parsed as the agent editor parses it), or "none"."""
+    from desktop.chat.agent_rules import number_field
+
     if text.strip().casefold() in ("none", "dataset"):
         return _CLEAR
     return number_field(field).parse(text)
@@ -119,6 +122,7 @@ def _command(
 
 def build_parser() -> argparse.ArgumentParser:
     from desktop import cli_bench, cli_mcp, cli_models, cli_serve, cli_stats
+    from desktop.chat.agent_rules import parse_number
 
     parser = argparse.ArgumentParser(
         prog="simi", description=f"{APP_NAME}: many AI models, one desktop workspace."
@@ -227,9 +231,6 @@ _WINDOW = argparse.Namespace(command=None)  # `simi` alone
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from desktop.local.libraries import choose_at_start
-
-    choose_at_start()  # which llama.cpp build, before anything loads one
     if _wants_verbose_version(sys.argv[1:] if argv is None else argv):
         from desktop.identity import price_check, verbose_text
 
@@ -250,7 +251,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_ERROR
         from desktop.app import run_app
 
-        return run_app()
+        return run_app()  # chooses the llama.cpp build once its window's frame has painted
+    from desktop.local.libraries import choose_at_start
+
+    choose_at_start()  # which llama.cpp build, before anything loads one
     from desktop import cli_ask, cli_bench, cli_mcp, cli_models, cli_serve
 
     try:

@@ -30,7 +30,6 @@ import hashlib
 import importlib.util
 import json
 import logging
-import multiprocessing
 import os
 import sys
 from dataclasses import dataclass
@@ -251,6 +250,8 @@ def probe_cached(folder: Path, nodes: list[str]) -> list[str]:
 def probe(folder: Path, timeout: float = PROBE_TIMEOUT_S) -> list[str] | None:
     """The real GPUs the build in ``folder`` lists ("Vulkan0 · NVIDIA H200"), from a process
     of its own; None when the probe crashed or hung (then the CPU build is used)."""
+    import multiprocessing  # here: most starts read the probe's answer from its cache
+
     ctx = multiprocessing.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
     process = ctx.Process(target=_probe_main, args=(str(folder), send), daemon=True)

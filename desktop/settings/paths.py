@@ -13,8 +13,6 @@ from pathlib import Path
 
 import platformdirs
 
-from desktop.store.errors import StoreUnavailable
-
 APP_DIR_NAME = "simi-multi"
 
 
@@ -69,6 +67,10 @@ class AppPaths:
 
     def ensure(self) -> None:
         """Create the folders and prove they are writable, or raise ``StoreUnavailable``."""
+        # here, not at the top: importing desktop.store loads sqlite-utils (~60 ms), and the
+        # window's frame reads its paths before it paints
+        from desktop.store.errors import StoreUnavailable
+
         for folder in (self.data_dir, self.config_dir, self.log_dir):
             try:
                 folder.mkdir(parents=True, exist_ok=True)

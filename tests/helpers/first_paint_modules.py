@@ -1,11 +1,12 @@
 """Start the real app (``desktop.app.run_app``) and report which modules were loaded when its
-window first painted, as JSON on stdout, then close it the normal way.
+window first painted, as JSON on stdout, twice: at the frame's paint (before the store opens)
+and at the first paint once open (the agents and the chat shown); then close it the normal way.
 
     python -m tests.helpers.first_paint_modules HEAVY [HEAVY ...]
 
-Prints ``{"modules": [...], "first_importers": {"httpx": "desktop/llm/transport.py:12 <- ..."}}``:
-every module in ``sys.modules`` at the first paint event of the main window, and for each
-HEAVY top-level package that was loaded by then, the chain of the app's own frames that
+Prints ``{"paint": "frame" or "open", "modules": [...], "first_importers": {"httpx":
+"desktop/llm/transport.py:12 <- ..."}}``: every module in ``sys.modules`` at that paint, and
+for each HEAVY top-level package that was loaded by then, the chain of the app's own frames that
 imported it first (so a failing guard names the import to make lazy). Run with a fresh
 SIMI_HOME and QT_QPA_PLATFORM=offscreen (tests/test_startup_imports.py does).
 """
@@ -50,22 +51,23 @@ def main(heavy_names: list[str]) -> int:
     original = app.exit_after_first_paint
 
     def report_then_exit(qapp: Any, window: Any) -> None:
-        original(qapp, window)  # closes the window after its first paint
+        original(qapp, window)  # closes the window after its first paint once open
         from PySide6.QtCore import QEvent, QObject
 
         class Report(QObject):
-            done = False
+            done: set[str] = set()
 
             def eventFilter(self, obj: QObject, event: QEvent) -> bool:
                 # installed after the original, so Qt calls this one first at the same paint
+                paint = "open" if window.opened else "frame"
                 if (
-                    not self.done
+                    paint not in self.done
                     and event.type() == QEvent.Type.Paint
                     and getattr(obj, "window", lambda: None)() is window
                 ):
-                    self.done = True
-                    loaded = sorted(sys.modules)
-                    print(json.dumps({"modules": loaded, "first_importers": first}), flush=True)
+                    self.done.add(paint)
+                    report = {"paint": paint, "modules": sorted(sys.modules)}
+                    print(json.dumps(report | {"first_importers": dict(first)}), flush=True)
                 return False
 
         watcher = Report(qapp)

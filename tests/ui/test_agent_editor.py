@@ -196,6 +196,7 @@ def test_a_registered_kind_is_offered_by_the_editor_and_gets_its_badge_colour(
 ) -> None:
     from PySide6.QtGui import QColor
 
+    from desktop.chat.kinds import badge_color
     from desktop.ui.kit.resources import agent_badge
     from tests.conftest import THROWAWAY_KIND
 
@@ -221,7 +222,7 @@ def test_a_registered_kind_is_offered_by_the_editor_and_gets_its_badge_colour(
     assert saved is not None and saved.kind == THROWAWAY_KIND
     assert saved.base_url == "https://throwaway.example/v1"
 
-    badge = agent_badge("Throwaway agent", THROWAWAY_KIND, size=28).toImage()
+    badge = agent_badge("Throwaway agent", badge_color(THROWAWAY_KIND), size=28).toImage()
     assert badge.pixelColor(14, 2) == QColor("#123456")  # the top edge, clear of the initials
-    local = agent_badge("Local", "local", size=28).toImage()
+    local = agent_badge("Local", badge_color("local"), size=28).toImage()
     assert local.pixelColor(14, 2) == QColor("#12a37f")

@@ -226,6 +226,57 @@ def test_window_geometry_and_splitter_are_restored_from_prefs(
     assert second.splitter.sizes()[0] == 333
 
 
+def test_the_frame_shows_before_the_data_and_opening_it_moves_nothing(
+    qtbot: Any, qloop: Any, services: Any, make_window: Any
+) -> None:
+    """The app paints the window's frame (from the saved preferences alone) before it opens
+    the store; ``open`` then fills it. Nothing the person already sees jumps: the size, the
+    split, the menus and the sidebar's title stay where they were."""
+    from desktop.ui.shell.main_window import MainWindow
+
+    first = make_window(services)
+    first.resize(760, 540)
+    first.splitter.setSizes([310, 450])
+    qtbot.waitUntil(lambda: first.splitter.sizes()[0] == 310)
+    first.close()
+
+    frame = MainWindow(prefs=services.prefs)
+    qtbot.addWidget(frame)
+    frame.show()
+    qtbot.waitExposed(frame)
+    assert not frame.opened
+    menus = [action.text() for action in frame.menuBar().actions()]
+    assert menus == ["&File", "&Conversation", "&View", "&Help"]
+    assert frame.new_chat_button.isVisible()
+    before = (frame.size(), frame.splitter.sizes(), frame.new_chat_button.geometry())
+    assert (before[0].width(), before[1][0]) == (760, 310)
+
+    frame.open(services)
+    qtbot.waitUntil(lambda: frame.agents.isVisible() and frame.pane.isVisible())
+    assert (frame.size(), frame.splitter.sizes(), frame.new_chat_button.geometry()) == before
+    assert frame.current_agent is not None
+    assert frame.agents.agent_list.count() == len(services.agents.list())
+    assert frame.pane.agent == frame.current_agent
+    frame.close()
+
+
+def test_closing_the_frame_before_the_store_opens_ends_cleanly(
+    qtbot: Any, qloop: Any, services: Any
+) -> None:
+    """A person who closes the window while the app still asks about a damaged database (the
+    frame is up, the store is not open) gets a clean exit: ``closed`` fires, nothing waits."""
+    from desktop.ui.shell.main_window import MainWindow
+
+    frame = MainWindow(prefs=services.prefs)
+    qtbot.addWidget(frame)
+    frame.show()
+    qtbot.waitExposed(frame)
+    with qtbot.waitSignal(frame.closed, timeout=2000):
+        frame.close()
+    assert not frame.busy
+    qloop.run_until_complete(frame.wait_idle())
+
+
 def test_conversations_of_all_agents_are_listed_newest_first_and_open_on_select(
     qtbot: Any, window: Any, services: Any
 ) -> None:

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.chat import agent_status
+from desktop.chat.kinds import badge_color
 from desktop.chat.model_library import ModelLibrary
 from desktop.chat.services import Services
 from desktop.store.agents import Agent
@@ -115,7 +116,9 @@ class AgentSidebar(QWidget):
         self.agent_list.clear()
         ratio = self.devicePixelRatioF()
         for agent in self._agents:
-            item = QListWidgetItem(QIcon(agent_badge(agent.name, agent.kind, BADGE_PX, ratio)), "")
+            item = QListWidgetItem(
+                QIcon(agent_badge(agent.name, badge_color(agent.kind), BADGE_PX, ratio)), ""
+            )
             item.setText(agent.name)
             item.setData(ID_ROLE, agent.id)
             self.agent_list.addItem(item)

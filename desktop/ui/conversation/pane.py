@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from desktop.chat import agent_status
 from desktop.chat.context_offer import ContextChoice, ContextOffer
+from desktop.chat.kinds import badge_color
 from desktop.chat.services import Services
 from desktop.chat.session import Turn
 from desktop.store.agents import Agent
@@ -248,7 +249,9 @@ class ConversationPane(QWidget):
         else:
             self.header_title.setText(agent.name)
             ratio = self.devicePixelRatioF()
-            self.header_badge.setPixmap(agent_badge(agent.name, agent.kind, HEADER_BADGE_PX, ratio))
+            self.header_badge.setPixmap(
+                agent_badge(agent.name, badge_color(agent.kind), HEADER_BADGE_PX, ratio)
+            )
             self.composer.setPlaceholderText(f"Message {agent.name}…")
             self.transcript.set_agent_name(self._shown_name or agent.name)
             self.refresh_header()

@@ -9,8 +9,6 @@ from pathlib import Path
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QIcon, QPainter, QPixmap
 
-from desktop.chat.kinds import badge_color
-
 
 def resources_dir() -> Path:
     """``resources/`` next to the package, or inside a PyInstaller bundle."""
@@ -39,8 +37,9 @@ def initials(name: str) -> str:
     return (words[0][0] + words[1][0]).upper()
 
 
-def agent_badge(name: str, kind: str, size: int = 28, device_pixel_ratio: float = 1.0) -> QPixmap:
-    """A rounded square in the kind's colour (``desktop.chat.kinds``) with the initials."""
+def agent_badge(name: str, color: str, size: int = 28, device_pixel_ratio: float = 1.0) -> QPixmap:
+    """A rounded square in ``color`` (the kind's: ``desktop.chat.kinds.badge_color``) with the
+    initials."""
     scale = max(1.0, device_pixel_ratio)
     pixmap = QPixmap(int(size * scale), int(size * scale))
     pixmap.setDevicePixelRatio(scale)
@@ -48,7 +47,7 @@ def agent_badge(name: str, kind: str, size: int = 28, device_pixel_ratio: float 
     painter = QPainter(pixmap)
     painter.setRenderHint(QPainter.RenderHint.Antialiasing)
     painter.setPen(Qt.PenStyle.NoPen)
-    painter.setBrush(QColor(badge_color(kind)))
+    painter.setBrush(QColor(color))
     rect = QRectF(0, 0, size, size)
     painter.drawRoundedRect(rect, size * 0.28, size * 0.28)
     font = QFont()

@@ -6,7 +6,15 @@ conversation streams on its own: switching conversations never stops, blocks or 
 reply, and each pane keeps its own unsent draft. ``add_page(name, widget, label)`` adds another
 page (e.g. Models) with a button in the sidebar's page bar; ``show_page(name)`` switches to it.
 
-Only the chat page is built before the first paint. The other pages are added as builders:
+The window is built in two steps so that it paints before the data is read. ``MainWindow(prefs=
+prefs)`` is the frame: title, menus, the sidebar's title and New chat button, the status line,
+the saved size and split, all from this module's light imports (PySide6 and a few ``ui.kit`` /
+``ui.shell`` modules). ``open(services)`` then fills it: the agent and conversation lists and
+the chat page, whose modules (the store, the chat services, the conversation pane) are imported
+there. ``MainWindow(services)`` does both at once (tests, benches). ``desktop.app`` shows the
+frame, waits for its first paint, opens the store and calls ``open``.
+
+Only the chat page is built when the window opens. The other pages are added as builders:
 each is built when first shown (or asked for, e.g. ``window.stats_page``), and
 ``build_pages_when_idle`` builds the rest one per idle moment after start-up, after the
 modules they need were loaded off the GUI thread (``desktop.preload``).
@@ -14,7 +22,6 @@ modules they need were loaded off the GUI thread (``desktop.preload``).
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import logging
 from functools import partial
@@ -32,33 +39,29 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.chat import agent_status
-from desktop.chat.services import Services, idle_unload_seconds
-from desktop.serve.config import PREF_AUTOSTART as PREF_SERVER_AUTOSTART
-from desktop.store.agents import Agent
-from desktop.store.watch import ChangeWatch
-from desktop.ui.agents.sidebar import AgentSidebar
-from desktop.ui.conversation.browser import ConversationBrowser
-from desktop.ui.conversation.pane import ConversationPane
+from desktop.settings.prefs import Preferences
 from desktop.ui.kit.elided_label import ElidedLabel
 from desktop.ui.kit.idle import WhenIdle
 from desktop.ui.kit.resources import app_icon
 from desktop.ui.kit.widgets import ask_text, confirm, plain_label, vbox
 from desktop.ui.settings.appearance import footer_mode
-from desktop.ui.shell import transfer
-from desktop.ui.shell.keyring_notice import KeyringNotice, add_keyring_notice
 from desktop.ui.shell.menus import build_menus
 from desktop.ui.shell.page_bar import PageBar
 from desktop.ui.shell.pages import LazyPage, PageBuilder, Pages
-from desktop.ui.shell.pane_stack import PaneStack
 from desktop.ui.shell.shortcuts import ShortcutsSheet
-from desktop.ui.shell.store_watch import watch_store
 from desktop.ui.shell.window_fit import keep_minimum_sizes
 
-if TYPE_CHECKING:  # built when first shown: their modules load after the first paint
+if TYPE_CHECKING:  # imported by ``open`` (the data's modules) or when first shown (the pages)
+    import asyncio  # ~30 ms: the frame paints without it
+
+    from desktop.chat.services import Services
+    from desktop.store.agents import Agent
     from desktop.ui.compare.page import ComparePage
+    from desktop.ui.conversation.pane import ConversationPane
     from desktop.ui.models.page import ModelsPage
     from desktop.ui.server.page import ServerPage
+    from desktop.ui.shell.keyring_notice import KeyringNotice
+    from desktop.ui.shell.store_watch import StoreWatch
     from desktop.ui.stats.dashboard import StatsPage
 
 log = logging.getLogger("simi.ui")
@@ -95,27 +98,27 @@ class MainWindow(QMainWindow):
     compare_page: LazyPage[ComparePage] = LazyPage("compare")
     server_page: LazyPage[ServerPage] = LazyPage("server")
 
-    def __init__(self, services: Services, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        services: Services | None = None,
+        parent: QWidget | None = None,
+        *,
+        prefs: Preferences | None = None,
+    ) -> None:
+        """The frame (``prefs``: the window's saved size and split), then, given ``services``,
+        ``open(services)``; one of the two is needed."""
         super().__init__(parent)
-        self.services = services
+        if prefs is None:
+            assert services is not None, "MainWindow needs services or prefs"
+            prefs = services.prefs
         self._closing = False
+        self._opened = False
         self._keyring_checked = False
         self._info_bar: KeyringNotice | None = None
-        self._footer_mode = footer_mode(services.prefs)
+        self._footer_mode = footer_mode(prefs)
 
         self.setWindowTitle("SIMI Multi")
         self.setWindowIcon(app_icon())
-
-        self.agents = AgentSidebar(
-            services,
-            confirm=lambda title, text: self.confirm(title, text),
-            is_answering=lambda agent_id: self.pane_stack.agent_answering(agent_id),
-        )
-        self.browser = ConversationBrowser(
-            services,
-            ask_text=lambda *args: self.ask_text(*args),
-            is_streaming=lambda conv_id: self.pane_stack.is_streaming(conv_id),
-        )
         self.status_label = ElidedLabel()  # a long error never widens the window
         self.status_label.setObjectName("StatusLine")
         self.statusBar().addWidget(self.status_label, 1)
@@ -132,6 +135,33 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(1, 1)
         self.setCentralWidget(self.splitter)
         self._min_sizes = keep_minimum_sizes(self)  # 720x480 and a 220 px sidebar, x text size
+        self._actions = build_menus(self)
+        self._restore_frame(prefs)
+        if services is not None:
+            self.open(services)
+
+    def open(self, services: Services) -> None:
+        """Fill the frame: the agents, the conversations and an empty chat with the first agent
+        (or the one of the conversation shown); then follow the store's changes."""
+        from desktop.store.watch import ChangeWatch
+        from desktop.ui.agents.sidebar import AgentSidebar
+        from desktop.ui.conversation.browser import ConversationBrowser
+        from desktop.ui.shell.store_watch import watch_store
+
+        assert not self._opened, "the window is open already"
+        self._opened = True
+        self.services = services
+        self.agents = AgentSidebar(
+            services,
+            confirm=lambda title, text: self.confirm(title, text),
+            is_answering=lambda agent_id: self.pane_stack.agent_answering(agent_id),
+        )
+        self.browser = ConversationBrowser(
+            services,
+            ask_text=lambda *args: self.ask_text(*args),
+            is_streaming=lambda conv_id: self.pane_stack.is_streaming(conv_id),
+        )
+        self._fill_sidebar()
         self.add_page("chat", self._build_chat_page(), "Chat")
         self.add_page("models", self._build_models_page, "Models")
         self.add_page("stats", self._build_stats_page, "Stats")
@@ -150,13 +180,19 @@ class MainWindow(QMainWindow):
         self.browser.export_requested.connect(self.export_conversation)
         self.browser.status.connect(self._say)
 
-        self._actions = build_menus(self)
-        self._restore_state()
+        sidebar = _decode(services.prefs.get(PREF_SIDEBAR))
+        if sidebar is not None:
+            self.sidebar_splitter.restoreState(sidebar)
         self.reload_agents()
         self.new_chat()
         # what the CLI or another window changes shows
-        self.store_watch = watch_store(ChangeWatch(services.db.conn), self, self.closed)
+        self.store_watch: StoreWatch = watch_store(ChangeWatch(services.db.conn), self, self.closed)
         self.store_watch.changed.connect(self.refresh_from_store)
+
+    @property
+    def opened(self) -> bool:
+        """``open(services)`` has filled the frame."""
+        return self._opened
 
     # pages -----------------------------------------------------------------------------------
     def add_page(self, name: str, page: QWidget | PageBuilder, label: str | None = None) -> None:
@@ -173,6 +209,8 @@ class MainWindow(QMainWindow):
     def build_pages_when_idle(self, quiet_ms: int = IDLE_BUILD_MS) -> WhenIdle:
         """The pages not built yet, one per quiet moment; the server page at once when it
         starts with the app."""
+        from desktop.serve.config import PREF_AUTOSTART as PREF_SERVER_AUTOSTART
+
         if self.services.prefs.get(PREF_SERVER_AUTOSTART, False):
             self.page("server")
         idle = self.pages.build_when_idle(lambda: self.busy or self._closing, quiet_ms)
@@ -218,6 +256,8 @@ class MainWindow(QMainWindow):
         the first paint, once the keyring's backend was chosen off the GUI thread
         (``desktop.preload``); asked for sooner, it is chosen now."""
         if not self._keyring_checked:
+            from desktop.ui.shell.keyring_notice import add_keyring_notice
+
             self._keyring_checked = True
             self._info_bar = add_keyring_notice(self, self.services.secrets, self.services.prefs)
         return self._info_bar
@@ -233,6 +273,8 @@ class MainWindow(QMainWindow):
         return self.pages.current
 
     def _build_sidebar(self) -> QWidget:
+        """The sidebar's frame: the app's title, New chat and the page bar; ``open`` puts the
+        agent and conversation lists between them."""
         sidebar = QWidget()
         sidebar.setObjectName("Sidebar")
         layout = vbox(sidebar, (8, 12, 8, 8), 8)
@@ -250,6 +292,12 @@ class MainWindow(QMainWindow):
         self.new_chat_button.setToolTip("Start a new conversation (Ctrl+N)")
         self.new_chat_button.clicked.connect(lambda: self.new_chat())
         layout.addWidget(self.new_chat_button)
+        layout.addStretch(1)  # where the lists go
+        layout.addWidget(self.page_bar)
+        self._sidebar_layout = layout
+        return sidebar
+
+    def _fill_sidebar(self) -> None:
         self.sidebar_splitter = QSplitter(Qt.Orientation.Vertical)
         self.sidebar_splitter.setChildrenCollapsible(False)
         self.sidebar_splitter.setHandleWidth(1)
@@ -257,11 +305,14 @@ class MainWindow(QMainWindow):
         self.sidebar_splitter.addWidget(self.browser)
         self.sidebar_splitter.setStretchFactor(0, 0)
         self.sidebar_splitter.setStretchFactor(1, 1)
-        layout.addWidget(self.sidebar_splitter, 1)
-        layout.addWidget(self.page_bar)
-        return sidebar
+        layout = self._sidebar_layout
+        stretch = layout.count() - 2  # the stretch before the page bar
+        layout.takeAt(stretch)
+        layout.insertWidget(stretch, self.sidebar_splitter, 1)
 
     def _build_chat_page(self) -> QWidget:
+        from desktop.ui.shell.pane_stack import PaneStack
+
         page = QWidget()
         layout = vbox(page)
         self.pane_stack = PaneStack(self._make_pane)
@@ -296,11 +347,15 @@ class MainWindow(QMainWindow):
     @property
     def busy(self) -> bool:
         """Some conversation has a reply streaming (or a comparison, or a prompt set runs)."""
+        if not self._opened:
+            return False
         return any(p.busy for p in self.panes) or (
             self.page_built("compare") and self.compare_page.busy
         )
 
     def _make_pane(self, agent: Agent | None, conversation_id: int | None) -> ConversationPane:
+        from desktop.ui.conversation.pane import ConversationPane
+
         return ConversationPane(
             self.services,
             agent,
@@ -421,6 +476,8 @@ class MainWindow(QMainWindow):
         self.new_chat(agent)  # the new chat, if one is open and unsent, now starts with it
 
     def model_state_of(self, agent: Agent) -> str | None:
+        from desktop.chat import agent_status
+
         return agent_status.model_state(self.services.local, agent)
 
     def _on_model_state(self, _state: str, _detail: str) -> None:
@@ -466,6 +523,8 @@ class MainWindow(QMainWindow):
     def export_conversation(
         self, fmt: str, conversation_id: int | None = None
     ) -> asyncio.Task[None] | None:
+        from desktop.ui.shell import transfer
+
         return transfer.export_conversation(
             self.services,
             fmt,
@@ -475,6 +534,8 @@ class MainWindow(QMainWindow):
         )
 
     def import_conversation(self) -> asyncio.Task[None] | None:
+        from desktop.ui.shell import transfer
+
         return transfer.import_conversation(
             self.services,
             ask_open_path=self.ask_open_path,
@@ -483,6 +544,7 @@ class MainWindow(QMainWindow):
         )
 
     def open_settings(self) -> None:
+        from desktop.chat.services import idle_unload_seconds
         from desktop.ui.settings.dialog import SettingsDialog
 
         dialog = SettingsDialog.for_services(self.services, self)
@@ -509,6 +571,8 @@ class MainWindow(QMainWindow):
         return value if ok else None
 
     def ask_save_path(self, title: str, suggested: str, filters: str) -> str | None:
+        from desktop.ui.shell import transfer
+
         where = transfer.proposed_path(self.services, suggested)
         path, _ = QFileDialog.getSaveFileName(self, title, where, filters)
         return path or None
@@ -518,17 +582,13 @@ class MainWindow(QMainWindow):
         return path or None
 
     # state -----------------------------------------------------------------------------------
-    def _restore_state(self) -> None:
-        prefs = self.services.prefs
+    def _restore_frame(self, prefs: Preferences) -> None:
         geometry = _decode(prefs.get(PREF_GEOMETRY))
         if geometry is None or not self.restoreGeometry(geometry):
             self.resize(1180, 780)
         splitter = _decode(prefs.get(PREF_SPLITTER))
         if splitter is None or not self.splitter.restoreState(splitter):
             self.splitter.setSizes([290, 890])
-        sidebar = _decode(prefs.get(PREF_SIDEBAR))
-        if sidebar is not None:
-            self.sidebar_splitter.restoreState(sidebar)
 
     def save_state(self) -> None:
         try:
@@ -544,6 +604,10 @@ class MainWindow(QMainWindow):
 
     async def wait_idle(self) -> None:
         """Until every streaming reply has finished and been stored."""
+        import asyncio
+
+        if not self._opened:
+            return
         await asyncio.gather(*(pane.presenter.wait() for pane in self.panes))
         if self.page_built("compare"):
             await self.compare_page.wait_idle()
@@ -552,7 +616,10 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:
         """Save the layout, stop every streaming reply (partial text is kept), close."""
-        if not self._closing:
+        if not self._closing and not self._opened:  # closed before the data was read
+            self._closing = True
+            self.closed.emit()
+        elif not self._closing:
             self._closing = True
             self.browser.finish_delete()
             self.save_state()
