@@ -7,7 +7,6 @@ scripts rely on it. Otherwise the platform's user data/config/log folders are us
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,8 +66,10 @@ class AppPaths:
 
     def ensure(self) -> None:
         """Create the folders and prove they are writable, or raise ``StoreUnavailable``."""
-        # here, not at the top: importing desktop.store loads sqlite-utils (~60 ms), and the
-        # window's frame reads its paths before it paints
+        # here, not at the top: importing desktop.store loads sqlite-utils (~60 ms), tempfile
+        # ~5 ms, and the window's frame reads its paths before it paints
+        import tempfile
+
         from desktop.store.errors import StoreUnavailable
 
         for folder in (self.data_dir, self.config_dir, self.log_dir):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +74,8 @@ def write_json_atomic(path: Path, data: Any) -> None:
     """Write ``data`` as JSON so a reader sees the old file or the new one, never half: a
     temporary file beside it, flushed to disk, then renamed over it."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # here: the window's frame reads the preferences before it paints
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

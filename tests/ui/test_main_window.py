@@ -260,6 +260,23 @@ def test_the_frame_shows_before_the_data_and_opening_it_moves_nothing(
     frame.close()
 
 
+def test_the_app_goes_on_as_soon_as_the_frame_has_painted(qtbot: Any, services: Any) -> None:
+    """``paint_now`` waits for the frame's own first paint (a filter on the window, not the
+    application's), not for its time limit: the store opens right after the person sees it."""
+    import time
+
+    from desktop.app import paint_now
+    from desktop.ui.shell.main_window import MainWindow
+
+    frame = MainWindow(prefs=services.prefs)
+    qtbot.addWidget(frame)
+    started = time.monotonic()
+    paint_now(frame, timeout_ms=20_000)
+    assert time.monotonic() - started < 10
+    assert frame.isVisible()
+    frame.close()
+
+
 def test_closing_the_frame_before_the_store_opens_ends_cleanly(
     qtbot: Any, qloop: Any, services: Any
 ) -> None:
