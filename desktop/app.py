@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # imported at run time inside the functions: PySide6 (see abo
 
     from desktop.chat.services import Services
     from desktop.store.errors import StoreUnavailable
+    from desktop.ui.kit.loop import GuiThreadGarbageCollector
     from desktop.ui.shell.main_window import MainWindow
 
 log = logging.getLogger("simi.app")
@@ -160,7 +161,9 @@ def paint_now(window: QWidget, timeout_ms: int = 300) -> None:
     waiting.exec()
 
 
-def warm_up_after_first_paint(services: Services, window: MainWindow) -> None:
+def warm_up_after_first_paint(
+    services: Services, window: MainWindow, collector: GuiThreadGarbageCollector | None = None
+) -> None:
     """What the first screen did not need: the heavy modules, the trust store and the
     keyring's backend on a worker thread (``desktop.preload``); then, on the GUI thread, the
     keyring notice if one is due and the other pages, one per idle moment."""
@@ -169,6 +172,8 @@ def warm_up_after_first_paint(services: Services, window: MainWindow) -> None:
 
     async def warm_up() -> None:
         await run_blocking(preload.warm_up, preload.steps(services.secrets))
+        if collector is not None:
+            collector.freeze_long_lived()  # the modules just loaded stay loaded
         _ = window.info_bar
         window.build_pages_when_idle()
 
@@ -239,7 +244,8 @@ def run_app(argv: list[str] | None = None) -> int:
     window.closed.connect(on_closed)
     if window.isHidden():  # closed while the store was asked about
         on_closed()
-    after_first_paint(window, lambda: warm_up_after_first_paint(services, window))
+    collector.freeze_long_lived()  # start-up's modules and the open window
+    after_first_paint(window, lambda: warm_up_after_first_paint(services, window, collector))
     install_quit_signals(app, window)
     log.info("window shown")
 

@@ -163,6 +163,12 @@ class WorkerClient:
         """How many worker processes this client has started (the current one's number)."""
         return self._generation
 
+    async def _start_off_loop(self) -> None:
+        """``_start`` on a worker thread: spawning the process (and, the first time, setting
+        up multiprocessing) held the GUI thread 10-25 ms, felt as a click on a local agent
+        that answered late. Callers hold ``_busy``, so no two starts overlap."""
+        await asyncio.to_thread(self._start)
+
     def _start(self) -> None:
         parent, child = self._ctx.Pipe(duplex=True)
         flag = self._ctx.RawValue("b", 0)
@@ -296,7 +302,7 @@ class WorkerClient:
             if self.alive:
                 return False
             self._forget()
-            self._start()
+            await self._start_off_loop()
             return True
 
     async def load(self, params: LoadParams) -> None:
@@ -312,7 +318,7 @@ class WorkerClient:
             try:
                 if not self.alive:
                     self._forget()
-                    self._start()
+                    await self._start_off_loop()
                 generation = self._generation
                 self._set_state("loading", params.model_path)
                 assert self._sender is not None and self._flag is not None
@@ -375,7 +381,7 @@ class WorkerClient:
             if not self.alive:
                 self._forget()
                 started_worker = time.perf_counter()
-                self._start()
+                await self._start_off_loop()
             req_id = next(self._ids)
             self.last_timing = None
             if self.params != params:
@@ -403,7 +409,7 @@ class WorkerClient:
                             log.info("worker died before request %s; resending it", req_id)
                             resent = True
                             started_worker = started_worker or time.perf_counter()
-                            self._start()
+                            await self._start_off_loop()
                             self._send_request(req_id, params, request)
                             generation = self._generation
                             self.params = params

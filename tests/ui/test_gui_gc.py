@@ -73,3 +73,19 @@ def test_a_cycle_among_frozen_objects_is_freed_at_the_next_thaw(qapp: Any) -> No
         assert gone() is None
     finally:
         collector.stop()
+
+
+def test_long_lived_objects_are_left_out_of_the_one_second_passes(qapp: Any) -> None:
+    """Start-up freezes what it made once the window is open (and again after the modules
+    loaded behind it): the next young-generation pass does not walk it."""
+    collector = GuiThreadGarbageCollector(qapp, interval_ms=60_000, thaw_s=3600)
+    try:
+        made = [Node() for _ in range(20_000)]  # a window's worth of start-up objects
+        collector.freeze_long_lived()
+        assert gc.get_count()[0] < 1_000  # the young generation no longer holds them
+        frozen = gc.get_freeze_count()
+        assert frozen >= len(made)
+        collector._collect()  # a 1-second pass: nothing of start-up to walk
+        assert gc.get_freeze_count() == frozen and made[0].other is made[0]
+    finally:
+        collector.stop()

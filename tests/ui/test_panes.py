@@ -195,6 +195,32 @@ def test_a_draft_survives_its_pane_being_closed_to_save_memory(
     assert window.pane.composer.toPlainText() == "kept"
 
 
+def test_once_a_new_chat_is_stored_the_next_one_is_made_ahead_and_picking_an_agent_shows_it(
+    qtbot: Any, services: Any, make_window: Any, tickers: tuple[Agent, Agent], monkeypatch: Any
+) -> None:
+    """Building a pane holds the window 8-12 ms; the next new chat's is made ahead, so a click
+    on an agent (or New chat) only re-aims it."""
+    from desktop.ui.shell import pane_stack
+
+    monkeypatch.setattr(pane_stack, "SPARE_AFTER_MS", 50)
+    a, b = tickers
+    window = make_window(services)
+    window.select_agent(a.id)
+    first = window.pane
+    _type_and_send(qtbot, first, "Hello")
+    qtbot.waitUntil(lambda: first.conversation_id is not None, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.pane_stack.new_pane is not None, timeout=5000)
+    spare = window.pane_stack.new_pane
+    assert spare is not first and window.pane is first  # made hidden, the reply still shown
+    built: list[Any] = []
+    monkeypatch.setattr(window.pane_stack, "_make_pane", lambda *args: built.append(args))
+    window.select_agent(b.id)
+    assert window.pane is spare and built == []  # shown, not built
+    assert spare.agent == b and spare.conversation_id is None
+    assert first.busy  # the first conversation's reply goes on
+    qtbot.waitUntil(lambda: not first.busy, timeout=TIMEOUT_MS)
+
+
 def test_regenerate_with_another_agent_is_explicit_and_the_reply_names_it(
     qtbot: Any, services: Any, make_window: Any, tickers: tuple[Agent, Agent]
 ) -> None:
