@@ -221,6 +221,41 @@ def test_once_a_new_chat_is_stored_the_next_one_is_made_ahead_and_picking_an_age
     qtbot.waitUntil(lambda: not first.busy, timeout=TIMEOUT_MS)
 
 
+def test_opening_a_conversation_takes_over_the_untouched_new_chat_and_keeps_a_typed_one(
+    qtbot: Any, services: Any, make_window: Any, tickers: tuple[Agent, Agent], monkeypatch: Any
+) -> None:
+    """A click on a stored conversation shows it in the new chat's pane while nothing was typed
+    there (no pane is built); a new chat with a draft stays as it was."""
+    from desktop.ui.shell import pane_stack
+
+    monkeypatch.setattr(pane_stack, "SPARE_AFTER_MS", 50)
+    a, b = tickers
+    one = services.conversations.create(a.id, "One")
+    services.conversations.add_message(one.id, "user", "first question")
+    two = services.conversations.create(b.id, "Two")
+    services.conversations.add_message(two.id, "user", "second question")
+    window = make_window(services)
+    fresh = window.pane
+    assert fresh.conversation_id is None
+    window.open_conversation(one.id)
+    assert window.pane is fresh and fresh.conversation_id == one.id  # taken over, not built
+    assert fresh.agent == a
+    assert (
+        "first question"
+        in fresh.transcript.bubble(services.conversations.messages(one.id)[0].id).text
+    )
+
+    qtbot.waitUntil(lambda: window.pane_stack.new_pane is not None, timeout=5000)
+    window.new_chat()
+    typed = window.pane
+    assert typed is not fresh and typed.conversation_id is None and typed.agent == a
+    typed.composer.setPlainText("a draft")
+    window.open_conversation(two.id)
+    assert window.pane is not typed and window.pane.conversation_id == two.id
+    window.new_chat()
+    assert window.pane is typed and typed.composer.toPlainText() == "a draft"  # kept
+
+
 def test_regenerate_with_another_agent_is_explicit_and_the_reply_names_it(
     qtbot: Any, services: Any, make_window: Any, tickers: tuple[Agent, Agent]
 ) -> None:

@@ -148,6 +148,15 @@ class ConversationPresenter(QObject):
         self.agent_changed.emit(agent)
         self.show_idle_status()
 
+    def adopt(self, conversation_id: int, agent: Agent | None) -> None:
+        """A new chat's presenter (nothing sent, nothing typed) becomes a stored
+        conversation's, answered by ``agent``; nothing is stored."""
+        assert self._conversation_id is None and not self.busy and self.editing is None
+        self._conversation_id = conversation_id
+        self._agent = agent
+        self.agent_changed.emit(agent)
+        self.show_idle_status()
+
     def refresh_agent(self, agents: dict[int, Agent]) -> None:
         """The agents were edited or deleted: hold the current version of ours."""
         agent = self._agent

@@ -5,7 +5,8 @@ while another is shown. Idle panes beyond ``MAX_IDLE_PANES`` are closed, oldest 
 their unsent drafts (text and files) are kept and put back when the conversation opens again.
 At most one pane is a new chat not stored yet; its first message makes it that conversation's
 pane. A new one is then made ahead, ``SPARE_AFTER_MS`` later (building a pane holds the GUI
-thread 8-12 ms), so that picking an agent or New chat only re-aims it.
+thread 8-12 ms), so that picking an agent or New chat only re-aims it, and opening a stored
+conversation that has no pane takes the new chat's over while it is untouched.
 """
 
 from __future__ import annotations
@@ -95,12 +96,16 @@ class PaneStack(QStackedWidget):
         presenter.conversation_changed.connect(lambda cid, p=pane: self._stored(p, cid))
         self.addWidget(pane)
         if conversation_id is not None:
-            self._panes[conversation_id] = pane
-            if conversation_id in self._drafts:
-                pane.composer.setPlainText(self._drafts.pop(conversation_id))
-            if conversation_id in self._draft_files:
-                pane.files.row.add_ready(self._draft_files.pop(conversation_id))
+            self._keep(pane, conversation_id)
         return pane
+
+    def _keep(self, pane: ConversationPane, conversation_id: int) -> None:
+        """``pane`` is the conversation's; its draft, if its last pane closed, comes back."""
+        self._panes[conversation_id] = pane
+        if conversation_id in self._drafts:
+            pane.composer.setPlainText(self._drafts.pop(conversation_id))
+        if conversation_id in self._draft_files:
+            pane.files.row.add_ready(self._draft_files.pop(conversation_id))
 
     def show_pane(self, pane: ConversationPane) -> None:
         self.setCurrentWidget(pane)
@@ -123,7 +128,7 @@ class PaneStack(QStackedWidget):
         """Show the conversation's pane (made with ``agent`` if it has none yet)."""
         pane = self._panes.get(conversation_id)
         if pane is None:
-            pane = self._add(agent, conversation_id)
+            pane = self._adopt_spare(conversation_id, agent) or self._add(agent, conversation_id)
             self.show_pane(pane)
             pane.show_path(focus_id)  # once it has its size: paging reads the view's height
         else:
@@ -178,6 +183,25 @@ class PaneStack(QStackedWidget):
             self._new = None
             self._spare.start()
         self._panes[conversation_id] = pane
+
+    def _adopt_spare(self, conversation_id: int, agent: Agent | None) -> ConversationPane | None:
+        """The new chat's pane, while untouched (nothing typed, attached or sent), becomes the
+        conversation's: opening one then builds no pane (8-12 ms). The next new chat is made
+        ahead again, with the agent shown then."""
+        pane = self._new
+        if (
+            pane is None
+            or pane.busy
+            or pane.composer.toPlainText()
+            or pane.files.row.attachments()
+            or pane.presenter.editing is not None
+        ):
+            return None
+        self._new = None
+        pane.presenter.adopt(conversation_id, agent)
+        self._keep(pane, conversation_id)
+        self._spare.start()  # and the next new chat is made ahead again
+        return pane
 
     def _make_spare(self) -> None:
         """The next new chat's pane, hidden until New chat or an agent is picked."""
