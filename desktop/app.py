@@ -124,7 +124,9 @@ def exit_after_first_paint(app: QApplication, window: MainWindow) -> None:
         cost the frame ~10 ms: see ``after_own_first_paint``), then the open window's from
         the application's (its children may repaint without the window itself)."""
 
-        seen: set[str] = set()
+        def __init__(self, parent: QObject) -> None:
+            super().__init__(parent)
+            self.seen: set[str] = set()
 
         def eventFilter(self, obj: QObject, event: QEvent) -> bool:
             if event.type() != QEvent.Type.Paint:
@@ -162,7 +164,7 @@ def paint_now(window: QWidget, timeout_ms: int = 300) -> None:
 
 
 def warm_up_after_first_paint(
-    services: Services, window: MainWindow, collector: GuiThreadGarbageCollector | None = None
+    services: Services, window: MainWindow, collector: GuiThreadGarbageCollector
 ) -> None:
     """What the first screen did not need: the heavy modules, the trust store and the
     keyring's backend on a worker thread (``desktop.preload``); then, on the GUI thread, the
@@ -172,8 +174,7 @@ def warm_up_after_first_paint(
 
     async def warm_up() -> None:
         await run_blocking(preload.warm_up, preload.steps(services.secrets))
-        if collector is not None:
-            collector.freeze_long_lived()  # the modules just loaded stay loaded
+        collector.freeze_long_lived()  # the modules just loaded stay loaded
         _ = window.info_bar
         window.build_pages_when_idle()
 

@@ -10,19 +10,23 @@ from PySide6.QtWidgets import QApplication, QWidget
 
 
 class _FirstPaint(QObject):
-    def __init__(self, window: QWidget, callback: Callable[[], None], *, own: bool) -> None:
+    """Installed on ``watched`` (the application, or the window itself): calls back once, just
+    after the first paint of ``window`` or of a widget in it."""
+
+    def __init__(self, watched: QObject, window: QWidget, callback: Callable[[], None]) -> None:
         super().__init__(window)
+        self._watched = watched
         self._window = window
         self._callback = callback
-        self._own = own  # watching the window's own events, not the application's
+        watched.installEventFilter(self)
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:
-        if event.type() == QEvent.Type.Paint and (
-            self._own or (isinstance(obj, QWidget) and obj.window() is self._window)
+        if (
+            event.type() == QEvent.Type.Paint
+            and isinstance(obj, QWidget)
+            and obj.window() is self._window
         ):
-            watched = self._window if self._own else QApplication.instance()
-            if watched is not None:
-                watched.removeEventFilter(self)
+            self._watched.removeEventFilter(self)
             # after this paint has been flushed to the screen, not inside it
             QTimer.singleShot(0, self._callback)
         return False
@@ -32,7 +36,7 @@ def after_first_paint(window: QWidget, callback: Callable[[], None]) -> None:
     """Call ``callback`` on the GUI thread once, just after ``window``'s first paint."""
     app = QApplication.instance()
     assert app is not None
-    app.installEventFilter(_FirstPaint(window, callback, own=False))
+    _FirstPaint(app, window, callback)
 
 
 def after_own_first_paint(window: QWidget, callback: Callable[[], None]) -> None:
@@ -42,4 +46,4 @@ def after_own_first_paint(window: QWidget, callback: Callable[[], None]) -> None
     type of every object that gets an event (~130 enum types, ~10 ms before the first paint).
     A newly shown window gets a paint event of its own; a later repaint of its children alone
     may not reach it, so for those, ``after_first_paint``."""
-    window.installEventFilter(_FirstPaint(window, callback, own=True))
+    _FirstPaint(window, window, callback)

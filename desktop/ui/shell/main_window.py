@@ -292,7 +292,8 @@ class MainWindow(QMainWindow):
         self.new_chat_button.setToolTip("Start a new conversation (Ctrl+N)")
         self.new_chat_button.clicked.connect(lambda: self.new_chat())
         layout.addWidget(self.new_chat_button)
-        layout.addStretch(1)  # where the lists go
+        self._lists_at = layout.count()  # where ``open`` puts the lists
+        layout.addStretch(1)  # holds their place in the frame
         layout.addWidget(self.page_bar)
         self._sidebar_layout = layout
         return sidebar
@@ -305,10 +306,8 @@ class MainWindow(QMainWindow):
         self.sidebar_splitter.addWidget(self.browser)
         self.sidebar_splitter.setStretchFactor(0, 0)
         self.sidebar_splitter.setStretchFactor(1, 1)
-        layout = self._sidebar_layout
-        stretch = layout.count() - 2  # the stretch before the page bar
-        layout.takeAt(stretch)
-        layout.insertWidget(stretch, self.sidebar_splitter, 1)
+        self._sidebar_layout.takeAt(self._lists_at)  # the frame's stretch
+        self._sidebar_layout.insertWidget(self._lists_at, self.sidebar_splitter, 1)
 
     def _build_chat_page(self) -> QWidget:
         from desktop.ui.shell.pane_stack import PaneStack
