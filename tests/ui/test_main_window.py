@@ -350,3 +350,20 @@ def test_sending_a_1mb_message_shows_it_cut_and_a_context_error_on_the_reply(
     reply = _assistant(services, window)
     assert reply.status == "error" and reply.error_text
     assert not window.pane.transcript.bubble(reply.id).error_box.isHidden()
+
+
+def test_a_message_on_the_status_line_is_not_covered_by_the_same_idle_status_again(
+    qtbot: Any, services: Any, make_window: Any
+) -> None:
+    """The model header read in the background refreshes the pane's header; its idle status,
+    unchanged, does not replace what the window said meanwhile (an export's error, say)."""
+    from PySide6.QtWidgets import QLabel
+
+    conv = services.conversations.create(services.agents.list()[0].id, "Kept")
+    services.conversations.add_message(conv.id, "user", "hi")
+    window = make_window(services)
+    window.open_conversation(conv.id)
+    window._say("Could not export: the disk is full.")
+    window.pane.refresh_header()  # what the background read does when it ends
+    qtbot.wait(300)
+    assert QLabel.text(window.status_label) == "Could not export: the disk is full."

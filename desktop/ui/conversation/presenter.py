@@ -135,9 +135,14 @@ class ConversationPresenter(QObject):
         self.status_changed.emit(text)
 
     def show_idle_status(self) -> None:
+        """The agent's idle status; only a change is said, so the same words again (after the
+        model header was read in the background, or another model's state changed) never
+        cover what the window said since on the status line."""
         if not self.busy:
             agent = self._agent
-            self._set_status(idle_status(self.services.local, agent) if agent else "")
+            text = idle_status(self.services.local, agent) if agent else ""
+            if text != self.status:
+                self._set_status(text)
 
     def set_agent(self, agent: Agent | None) -> None:
         """Make ``agent`` answer this conversation from now on (an explicit choice)."""
