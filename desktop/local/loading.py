@@ -113,7 +113,10 @@ def llama_complaint() -> str:
         lowered = line.lower()
         if "failed to load model" in lowered or not any(w in lowered for w in words):
             continue
-        return _strip_log_prefixes(line)
+        said = _strip_log_prefixes(line)
+        if said.lstrip().startswith("- ") or line.startswith("print_info"):
+            continue  # the file's metadata listed ("- kv 28: tokenizer.ggml.unknown_token_id")
+        return said
     return ""
 
 

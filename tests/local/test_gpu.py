@@ -106,3 +106,15 @@ def test_other_load_failures_are_not_retried() -> None:
     with pytest.raises(LocalModelError, match="bad tensor"):
         engine.ensure_loaded(LoadParams(str(gguf_files.starter()), n_gpu_layers=-1))
     assert asked == [-1]
+
+
+def test_the_files_metadata_listed_in_the_log_is_not_taken_for_the_complaint() -> None:
+    """llama.cpp lists a file's metadata before it fails; a key named like a complaint
+    ("unknown_token_id") is not what went wrong."""
+    from desktop.local.loading import llama_complaint
+
+    LLAMA_LOG_TAIL.clear()
+    LLAMA_LOG_TAIL.append("llama_model_loader: - kv  28: tokenizer.ggml.unknown_token_id u32 = 0")
+    LLAMA_LOG_TAIL.append("print_info: unknown token id = 0")
+    LLAMA_LOG_TAIL.append("llama_model_load: error loading model: key not found: n_embd")
+    assert llama_complaint() == "key not found: n_embd"
