@@ -2,13 +2,15 @@
 
 simi                       open the window
 simi ask [--agent NAME] [--attach FILE ...] [--json] [--allow-tools] PROMPT  (desktop.cli_ask)
-simi agents list|show|add|edit|clone|remove      (edit NAME --tools SERVER[:TOOL],...)
+simi agents list|show|add|edit|clone|remove      (edit NAME --tools SERVER[:TOOL],...
+                                                       --knowledge A,B)
 simi stats [--agent NAME ...] [--since DATE] [--until DATE] [--source api|app] [--client KEY]
            [--json|--csv] [--rows]
                                                                         (desktop.cli_stats)
 simi models list|gpu [--json] | add-folder PATH | remove-folder PATH   (desktop.cli_models)
 simi bench --agents A,B --prompts FILE [--repeat N] [--json|--csv]      (desktop.cli_bench)
 simi mcp add|list|tools|remove                                          (desktop.cli_mcp)
+simi knowledge add|list|index|search|rm                           (desktop.cli_knowledge)
 simi serve [--host H] [--port P] [--agents A,B] | serve keys add|list|show|revoke  (cli_serve)
 simi export CONVERSATION [--format md|json] [-o FILE]
 simi import FILE
@@ -121,7 +123,7 @@ def _command(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from desktop import cli_bench, cli_mcp, cli_models, cli_serve, cli_stats
+    from desktop import cli_bench, cli_knowledge, cli_mcp, cli_models, cli_serve, cli_stats
     from desktop.chat.agent_rules import parse_number
 
     parser = argparse.ArgumentParser(
@@ -176,6 +178,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="the MCP tools it may use: a server's name (all its tools) or SERVER:TOOL, "
         "comma-separated ('' for none); see simi mcp list and simi mcp tools SERVER",
     )
+    edit.add_argument(
+        "--knowledge",
+        dest="knowledge_list",
+        metavar="COLLECTION,...",
+        help="the knowledge collections it searches before answering, comma-separated ('' "
+        "for none); see simi knowledge list",
+    )
     clone = _command(asub, "clone", "copy an agent", "name")
     clone.add_argument("--as", dest="new_name", help="name of the copy")
     _command(asub, "remove", "delete an agent (its conversations stay)", "name")
@@ -200,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_models.add_parser(sub)
     cli_mcp.add_parser(sub)
+    cli_knowledge.add_parser(sub)
     cli_serve.add_parser(sub)
 
     db = sub.add_parser("db", help="database maintenance")
@@ -255,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from desktop.local.libraries import choose_at_start
 
     choose_at_start()  # which llama.cpp build, before anything loads one
-    from desktop import cli_ask, cli_bench, cli_mcp, cli_models, cli_serve
+    from desktop import cli_ask, cli_bench, cli_knowledge, cli_mcp, cli_models, cli_serve
 
     try:
         if args.command == "db":
@@ -275,6 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "export": _export,
             "import": _import,
             "serve": cli_serve.run,
+            "knowledge": cli_knowledge.run,
         }
         if args.command in commands:
             services = Services.open(AppPaths.from_env())
@@ -350,6 +361,26 @@ def _read_key(args: argparse.Namespace) -> str | None:
     return key
 
 
+def _collection_names(services: Any, agent_id: int) -> list[str]:
+    return [c.name for c in services.knowledge.agent_collections(agent_id)]
+
+
+def _checked_collections(services: Any, text: str) -> list[Any] | None:
+    """``--knowledge A,B`` as collections ('' for none); None after saying which name is
+    unknown (nothing is stored then)."""
+    found = []
+    for name in (n.strip() for n in text.split(",")):
+        if not name:
+            continue
+        collection = services.knowledge.by_name(name)
+        if collection is None:
+            known = ", ".join(c.name for c in services.knowledge.collections()) or "none yet"
+            err(f"knowledge: no collection named “{name}” (collections: {known}).")
+            return None
+        found.append(collection)
+    return found
+
+
 def _agents(services: Any, args: argparse.Namespace) -> int:
     from desktop.cli_tools_prompt import checked_tools, tools_list, tools_text
     from desktop.store.agents import Agent
@@ -367,13 +398,17 @@ def _agents(services: Any, args: argparse.Namespace) -> int:
                 where = a.model_path if a.is_local else a.base_url
                 line = f"{a.name}\t{a.kind}\t{a.model}\t{where or ''}"
                 pairs = services.tools.tools.agent_tools(a.id)
-                print(line + (f"\ttools: {tools_text(pairs)}" if pairs else ""))
+                line += f"\ttools: {tools_text(pairs)}" if pairs else ""
+                searched = _collection_names(services, a.id)
+                print(line + (f"\tknowledge: {', '.join(searched)}" if searched else ""))
         return EXIT_OK
     if cmd == "show":
         agent = agent_or_fail(services, args.name)
         data = svc.public_dict(agent, has_key=svc.has_key(agent) if not agent.is_local else None)
         pairs = services.tools.tools.agent_tools(agent.id)
         data["tools"] = tools_list(pairs) if args.json else tools_text(pairs)
+        searched = _collection_names(services, agent.id)
+        data["knowledge"] = searched if args.json else ", ".join(searched)
         if args.json:
             print(json.dumps(data, indent=2))
         else:
@@ -396,6 +431,11 @@ def _agents(services: Any, args: argparse.Namespace) -> int:
             except ValidationError as exc:
                 err(f"tools: {exc.fields['tools']}")
                 return EXIT_USAGE
+        collections = None
+        if args.knowledge_list is not None:
+            collections = _checked_collections(services, args.knowledge_list)
+            if collections is None:
+                return EXIT_USAGE
         changes = _fields_from(args)
         if args.new_name:
             changes["name"] = args.new_name
@@ -403,9 +443,13 @@ def _agents(services: Any, args: argparse.Namespace) -> int:
         updated = svc.update(agent.with_changes(**changes), api_key=key)
         if tools is not None:
             services.tools.tools.set_agent_tools(updated.id, tools)
+        if collections is not None:
+            services.knowledge.set_agent_collections(updated.id, collections)
         print(f"Saved agent “{updated.name}”.")
         if tools is not None:
             print(f"tools: {tools_text(services.tools.tools.agent_tools(updated.id))}")
+        if collections is not None:
+            print(f"knowledge: {', '.join(_collection_names(services, updated.id)) or 'none'}")
         moved = agent.key_ref is not None and updated.key_ref not in (None, agent.key_ref)
         why = key_left_behind(agent.base_url, updated.base_url) if moved else None
         if key is None and why and not svc.has_key(updated):

@@ -23,8 +23,20 @@ ALLOWED = {
     "hub": {"errors", "local", "settings"},
     "tools": {"errors", "settings", "store"},
     "attach": {"errors", "llm", "store", "settings"},
-    "chat": {"errors", "llm", "local", "store", "settings", "hub", "tools", "attach"},
-    "serve": {"errors", "llm", "local", "store", "settings", "hub", "tools", "attach", "chat"},
+    "knowledge": {"errors", "attach"},
+    "chat": {"errors", "llm", "local", "store", "settings", "hub", "tools", "attach", "knowledge"},
+    "serve": {
+        "errors",
+        "llm",
+        "local",
+        "store",
+        "settings",
+        "hub",
+        "tools",
+        "attach",
+        "knowledge",
+        "chat",
+    },
 }
 
 
@@ -181,14 +193,15 @@ def test_no_import_circles() -> None:
 # ui/'s feature packages, bottom to top: each may import those before it (and the core), never
 # one after it. kit: shared widgets; markdown: reply text; stats: charts and the timeline (a
 # bubble opens it); agents: the editor (Models opens it, Settings reuses its form rows);
-# conversation; the pages built on it; shell: the window that holds them all.
+# conversation; the pages built on it (knowledge imports only kit; a page among pages, so
+# that it may show an agent's or a reply's part later); shell: the window that holds them all.
 UI_ORDER = (
     ("kit",),
     ("markdown",),
     ("stats",),
     ("agents",),
     ("conversation",),
-    ("compare", "models", "settings", "server"),
+    ("compare", "models", "settings", "server", "knowledge"),
     ("shell",),
 )
 
@@ -337,6 +350,15 @@ UI_READ_MODELS: dict[str, tuple[frozenset[str], str]] = {
         frozenset({"SecretStore", "SecretsUnavailable", "redact"}),
         "services.secrets' type, its error, known secrets blanked from a text (pure)",
     ),
+    "desktop.store.knowledge": (
+        frozenset({"Collection", "Source"}),
+        "a knowledge collection (name, folders, embedding model) and a passage found: data",
+    ),
+    "desktop.knowledge": (
+        frozenset({"IndexControl", "IndexProgress", "IndexReport"}),
+        "an index run's progress and report: data; IndexControl: the thread-safe pause and "
+        "cancel flags KnowledgeService.index takes (imported when a run starts: numpy)",
+    ),
     "desktop.store.attachments": (
         frozenset({"Attachment"}),
         "an attachment of a message (name, kind, size, its file's hash): data",
@@ -361,7 +383,7 @@ UI_READ_MODELS: dict[str, tuple[frozenset[str], str]] = {
 
 
 def test_ui_pages_reach_the_core_through_chat_services() -> None:
-    below_chat = {"store", "local", "hub", "settings", "tools", "llm", "attach"}
+    below_chat = {"store", "local", "hub", "settings", "tools", "llm", "attach", "knowledge"}
     used: set[tuple[str, str]] = set()
     wrong = []
     for package in UI_SERVICE_CLIENTS:

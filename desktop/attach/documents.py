@@ -100,12 +100,28 @@ def _extract(
             if kind.format == "html":
                 return [_html(src, total, shown, progress, cancel)], None
             return _decoded(src, total, shown, progress, cancel), None
-    except FileNotFoundError as exc:
-        raise AttachError(f"“{shown}” was moved or deleted before it could be read.") from exc
-    except PermissionError as exc:
-        raise AttachError(f"SIMI Multi may not read “{shown}” (permission denied).") from exc
     except OSError as exc:
-        raise AttachError(f"“{shown}” could not be read ({exc.strerror or exc}).") from exc
+        raise _unreadable(shown, exc) from exc
+
+
+def extract_pdf_pages(
+    path: Path, cancel: Cancel | None = None, *, name: str | None = None
+) -> list[str]:
+    """The text of each page of the PDF at ``path``, page 1 first ("" for a page that could
+    not be read), for citing pages; the same checks and ``AttachError`` as ``extract_text``."""
+    shown = name or path.name
+    try:
+        return _pdf_pages(path, shown, None, cancel)
+    except OSError as exc:
+        raise _unreadable(shown, exc) from exc
+
+
+def _unreadable(shown: str, exc: OSError) -> AttachError:
+    if isinstance(exc, FileNotFoundError):
+        return AttachError(f"“{shown}” was moved or deleted before it could be read.")
+    if isinstance(exc, PermissionError):
+        return AttachError(f"SIMI Multi may not read “{shown}” (permission denied).")
+    return AttachError(f"“{shown}” could not be read ({exc.strerror or exc}).")
 
 
 def document_block(name: str, text: str) -> str:
@@ -263,6 +279,16 @@ def _html(
 def _pdf(
     path: Path, name: str, progress: Progress | None, cancel: Cancel | None
 ) -> tuple[list[str], int]:
+    texts = _pdf_pages(path, name, progress, cancel)
+    pieces = [texts[0]]
+    for text in texts[1:]:
+        pieces += ["\n\n", text]
+    return pieces, len(texts)
+
+
+def _pdf_pages(
+    path: Path, name: str, progress: Progress | None, cancel: Cancel | None
+) -> list[str]:
     from pypdf import PasswordType, PdfReader
     from pypdf.errors import DependencyError, FileNotDecryptedError
 
@@ -305,10 +331,7 @@ def _pdf(
             f"“{name}” has no text layer: it looks like a scan. SIMI Multi cannot read text "
             "from page images yet."
         )
-    pieces = [texts[0]]
-    for text in texts[1:]:
-        pieces += ["\n\n", text]
-    return pieces, total
+    return texts
 
 
 def pdf_pages(path: Path) -> int | None:

@@ -108,6 +108,13 @@ class CallStats:
     image_tokens: int | None
     image_tokens_estimated: int | None
     image_encode_ms: float | None
+    # m015: the knowledge search before the call (a turn whose agent searches collections)
+    retrieval_ms: float | None = None
+    retrieval_embed_ms: float | None = None
+    retrieval_search_ms: float | None = None
+    retrieval_read_ms: float | None = None
+    retrieval_chunks: int | None = None
+    retrieval_tokens: int | None = None
 
     def as_row(self) -> dict[str, Any]:
         """The record as the stored row's dict: every column (``STATS_COLUMNS``, in order)."""

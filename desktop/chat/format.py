@@ -190,10 +190,24 @@ def _figures(row: dict[str, Any], counted_note: bool = False, compact: bool = Fa
         and not (compact and cost == UNKNOWN_COST)
     ):
         parts.append(cost)
+    knowledge = retrieval_text(row)
+    if knowledge:
+        parts.append(knowledge)
     finish = finish_words(row.get("finish_reason"))
     if finish:
         parts.append(finish)
     return parts
+
+
+def retrieval_text(row: dict[str, Any]) -> str:
+    """ "knowledge 38 ms, +1,204 tokens": the search of the agent's collections before the
+    call and what its passages added to the prompt; "" for a call without one."""
+    ms = row.get("retrieval_ms")
+    if ms is None:
+        return ""
+    tokens = row.get("retrieval_tokens")
+    added = f", +{_num(tokens)} tokens" if tokens else ", nothing found"
+    return f"knowledge {_short_ms(float(ms))}{added}"
 
 
 def _model_of(row: dict[str, Any], model: str | None) -> str | None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from desktop.chat.agents import AgentService
 from desktop.chat.attachments import AttachmentService
+from desktop.chat.knowledge import KnowledgeService
 from desktop.chat.local_defaults import new_local_fields
 from desktop.chat.price_book import PriceBook
 from desktop.chat.providers import ProviderFactory
@@ -30,6 +31,7 @@ from desktop.store.attachments import AttachmentStore
 from desktop.store.compare import CompareStore
 from desktop.store.conversations import ConversationStore
 from desktop.store.db import open_database
+from desktop.store.knowledge import KnowledgeStore
 from desktop.store.owners import Heartbeat, Owner, OwnerStore
 from desktop.store.search import SearchStore
 from desktop.store.stats import StatsStore
@@ -112,6 +114,8 @@ class Services:
     owners: OwnerStore | None = None
     owner: Owner | None = None
     heartbeat: Heartbeat | None = field(default=None, repr=False)
+    # knowledge collections: their folders, indexes (a file each) and the turns' searches
+    knowledge: KnowledgeService | None = None
 
     @classmethod
     def open(cls, paths: AppPaths, secrets: SecretStore | None = None) -> Services:
@@ -142,6 +146,7 @@ class Services:
             ToolStepStore(db, owner_id=owner.id),
         )
         attachments = AttachmentService(AttachmentStore(db, paths.attachments_dir), conversations)
+        knowledge = KnowledgeService(KnowledgeStore(db), paths.knowledge_dir)
         chat = ChatService(
             conversations,
             stats,
@@ -150,12 +155,15 @@ class Services:
             prices=prices,
             tools=tools,
             attachments=attachments.store,
+            knowledge=knowledge,
         )
 
-        # a cloned agent may use the same tools ("always" grants stay with the original)
+        # a cloned agent may use the same tools ("always" grants stay with the original) and
+        # searches the same knowledge collections
         def copy_tools(src: Agent, copy: Agent) -> None:
             if src.id is not None and copy.id is not None:
                 tool_store.set_agent_tools(copy.id, tool_store.agent_tools(src.id))
+                knowledge.copy_agent(src.id, copy.id)  # and the same collections
 
         agents.on_cloned.append(copy_tools)
         compare = CompareStore(db, owner_id=owner.id)
@@ -196,6 +204,7 @@ class Services:
             owners,
             owner,
             heartbeat,
+            knowledge,
         )
 
     async def aclose(self) -> None:
@@ -205,6 +214,8 @@ class Services:
 
     def close(self) -> None:
         self.local.close()
+        if self.knowledge is not None:
+            self.knowledge.close()  # its indexes, and the embedding models' processes
         self.attachments.close()  # a collection under way ends before the database closes
         if self.heartbeat is not None:
             self.heartbeat.stop()

@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from desktop.chat import one_shot
 from desktop.chat.agents import AgentService
@@ -40,8 +40,12 @@ from desktop.local.context import without_oldest_turns
 from desktop.store.agents import Agent
 from desktop.store.attachments import Attachment, AttachmentStore
 from desktop.store.conversations import ConversationStore, Message
+from desktop.store.knowledge import Source
 from desktop.store.stats import StatsStore
 from desktop.store.tool_steps import ToolStep
+
+if TYPE_CHECKING:
+    from desktop.chat.knowledge import KnowledgeService, Retrieval
 
 log = logging.getLogger("simi.chat")
 
@@ -86,6 +90,13 @@ class Turn:
     api_client: str | None = None
     # the question's attachments, when this turn wrote the question (send, edit)
     attachments: list[Attachment] = field(default_factory=list)
+    # the passages the agent's knowledge collections gave the question (numbered as the
+    # model was told to cite them), and the search's figures; None: no search this turn
+    retrieval: Retrieval | None = None
+
+    @property
+    def sources(self) -> tuple[Source, ...]:
+        return self.retrieval.sources if self.retrieval is not None else ()
 
 
 class ChatService:
@@ -100,8 +111,11 @@ class ChatService:
         prices: PriceBook | None = None,
         tools: ToolRunner | None = None,
         attachments: AttachmentStore | None = None,
+        knowledge: KnowledgeService | None = None,
     ) -> None:
         self.conversations = conversations
+        # the collections agents search (None: a service without knowledge, as in some tests)
+        self.knowledge = knowledge
         # files attached to messages (None: a service without any, as in some tests)
         self.attachments = attachments
         self.stats = stats
@@ -320,11 +334,14 @@ class ChatService:
         *,
         with_tools: bool = False,
         parts: dict[int, MessageParts] | None = None,
+        retrieval: Retrieval | None = None,
     ) -> ChatRequest:
         """The request for a turn; ``with_tools``: earlier replies' tool calls and results go
         in too (the agent offers tools; without them a reply is its text alone). A question's
         attachments go with it: ``parts`` as ``ChatService.run`` built them off the loop;
-        None: built here (blocking: the first time, an image is resized)."""
+        None: built here (blocking: the first time, an image is resized). ``retrieval``: the
+        passages found for the turn's question go before it, numbered, with the request to
+        cite them (the stored question stays the person's words)."""
         agent = turn.agent
         history: list[ChatMessage] = []
         if agent.system_prompt.strip():
@@ -346,7 +363,10 @@ class ChatService:
                 continue
             if m.role == "assistant" and (m.status == "error" or not m.content):
                 continue
-            message = ChatMessage(m.role, m.content)  # type: ignore[arg-type]
+            content = m.content
+            if retrieval is not None and m.id == turn.user_message_id:
+                content = retrieval.prompt(content)
+            message = ChatMessage(m.role, content)  # type: ignore[arg-type]
             history.append(with_parts(message, parts.get(m.id)))
         if turn.drop_oldest_turns:
             history = without_oldest_turns(history, turn.drop_oldest_turns)
@@ -416,7 +436,11 @@ class ChatService:
                     turn.notice = "; ".join(box.notices)
                 # starting the servers is not the model's time
                 turn.clock = call.restart_clock()
-            request = self.request_for(turn, with_tools=bool(box), parts=attached)
+            # the knowledge search is: the person waits for it after Send
+            retrieval = await self._retrieve(turn)
+            request = self.request_for(
+                turn, with_tools=bool(box), parts=attached, retrieval=retrieval
+            )
             if box:
                 request = replace(request, tools=box.specs)
             rounds = 0
@@ -496,6 +520,31 @@ class ChatService:
         status = "cancelled" if finish == "cancelled" else "complete"
         await self._finish(turn, call, status, finish, record=not recorded, priced=True)
         return turn
+
+    async def _retrieve(self, turn: Turn) -> Retrieval | None:
+        """The passages of the agent's knowledge collections for the turn's question, found on
+        the search thread; stored on the reply (a retried reply searched again). A search
+        that fails is said on the turn and the question goes without passages."""
+        knowledge = self.knowledge
+        if knowledge is None or turn.prefix or turn.agent.id is None:
+            return None  # "Continue" carries on the reply the passages went with
+        if not knowledge.agent_collections(turn.agent.id):
+            return None
+        question = self.conversations.message(turn.user_message_id)
+        if question is None or not question.content.strip():
+            return None
+        try:
+            found = await asyncio.to_thread(knowledge.retrieve_for, turn.agent.id, question.content)
+        except UserError as exc:
+            turn.notice = f"Knowledge was not searched: {exc.user_message}"
+            return None
+        if found is None:
+            return None
+        if found.notices:
+            turn.notice = " ".join(found.notices)
+        knowledge.store.add_sources(turn.assistant_message_id, found.sources)
+        turn.retrieval = found
+        return found
 
     async def _attachment_parts(self, turn: Turn) -> dict[int, MessageParts]:
         """The attachments of the questions on the turn's path, ready to send, built on a
@@ -598,6 +647,8 @@ class ChatService:
             source=turn.source,
             api_client=turn.api_client,
         )
+        if turn.retrieval is not None and not turn.calls:  # the turn's first call searched
+            stats = replace(stats, **turn.retrieval.stats_fields())
         call.record(stats)
         turn.calls.append(stats)
         turn.stats = stats

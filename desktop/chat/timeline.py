@@ -46,6 +46,7 @@ from desktop.chat.timeline_lanes import (
     image_lane,
     local_start,
     remote_start,
+    retrieval_start,
     server_lane,
 )
 
@@ -121,6 +122,7 @@ def build_timeline(row: dict[str, Any] | None) -> Timeline:
     notes: list[str] = []
     lane = Builder()
     markers: list[Marker] = []
+    retrieval_start(row, lane)  # an agent's knowledge search, before the call
     if local:
         local_start(row, lane)
     else:

@@ -275,6 +275,29 @@ def _image_fact(row: dict[str, Any], provider: str) -> Fact | None:
     )
 
 
+def _retrieval_fact(row: dict[str, Any]) -> Fact | None:
+    """A turn whose agent searched its knowledge collections: the passages and their tokens."""
+    ms = as_float(row.get("retrieval_ms"))
+    if ms is None:
+        return None
+    chunks = as_int(row.get("retrieval_chunks")) or 0
+    tokens = as_int(row.get("retrieval_tokens")) or 0
+    value = (
+        f"{num(chunks)} passage{'' if chunks == 1 else 's'}, about {num(tokens)} prompt tokens, "
+        f"found in {ms_text(ms)}"
+        if chunks
+        else f"nothing found, in {ms_text(ms)}"
+    )
+    return Fact(
+        "retrieval",
+        "Knowledge",
+        value,
+        description="The passages of the agent's knowledge collections put before the "
+        "question (numbered, for the model to cite), and the prompt tokens they added "
+        "(estimated: characters / 4).",
+    )
+
+
 def _cache_fact(row: dict[str, Any], split: TokenSplit) -> Fact:
     """A local call: where its cached prompt tokens came from, and restoring them."""
     description = (
@@ -465,6 +488,8 @@ def facts(row: dict[str, Any], ttft: Fact, total: Fact) -> tuple[Fact, ...]:
     ]
     if (images := _image_fact(row, provider)) is not None:
         found.append(images)
+    if (knowledge := _retrieval_fact(row)) is not None:
+        found.append(knowledge)
     if is_local(row):
         found.append(_cache_fact(row, split))
     found.append(_context_fact(row, provider))

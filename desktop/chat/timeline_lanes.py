@@ -99,6 +99,42 @@ class Builder:
         return self.add(args[0], args[1], end - self.at, *args[2:], **kwargs)
 
 
+# knowledge ------------------------------------------------------------------------------------
+def retrieval_start(row: dict[str, Any], lane: Builder) -> None:
+    """A turn whose agent searches knowledge collections: the search comes first, after Send
+    and before the call (its three parts, each when measured)."""
+    if as_float(row.get("retrieval_ms")) is None:
+        return
+    chunks = as_int(row.get("retrieval_chunks")) or 0
+    embed = as_float(row.get("retrieval_embed_ms"))
+    lane.add(
+        "retrieval_embed",
+        "knowledge: embedding the question",
+        embed,
+        "retrieval",
+        f"The collection's embedding model turned the question into a vector in "
+        f"{ms_text(embed or 0)}, to find passages by meaning as well as by words.",
+    )
+    search = as_float(row.get("retrieval_search_ms"))
+    lane.add(
+        "retrieval_search",
+        "knowledge: searching",
+        search,
+        "retrieval",
+        f"Ranking the collections' passages for the question (keywords, and meaning when an "
+        f"embedding model is set) took {ms_text(search or 0)}.",
+    )
+    read = as_float(row.get("retrieval_read_ms"))
+    lane.add(
+        "retrieval_read",
+        "knowledge: reading passages",
+        read,
+        "retrieval",
+        f"Reading the {num(chunks)} chosen passage{'' if chunks == 1 else 's'} from the index "
+        f"took {ms_text(read or 0)}.",
+    )
+
+
 # local ----------------------------------------------------------------------------------------
 def local_start(row: dict[str, Any], lane: Builder) -> None:
     queued = as_float(row.get("queued_ms"))

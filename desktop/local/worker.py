@@ -39,7 +39,7 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from desktop.errors import UserError
@@ -83,6 +83,13 @@ class PipeLogHandler(logging.Handler):
 
 def worker_main(conn: Any, raw_flag: Any, raw_threads: Any = None) -> None:
     """Entry point of the worker process."""
+    run_child(conn, "llama.cpp worker", lambda send: _serve(conn, raw_flag, send, raw_threads))
+
+
+def run_child(conn: Any, what: str, serve: Callable[[Callable[..., None]], None]) -> None:
+    """A spawned child's frame around ``serve(send)``: Ctrl+C left to the app, messages sent
+    whole (one lock), its log records over the pipe and never printed, a bug logged and
+    ended (the app sees the death). Shared by the chat worker and the embedding worker."""
     # Ctrl+C in a terminal reaches every process of its group: the app (``simi serve``,
     # ``simi ask``) decides what stops, and stops this worker itself.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -99,9 +106,9 @@ def worker_main(conn: Any, raw_flag: Any, raw_threads: Any = None) -> None:
     root.setLevel(logging.INFO)
     logging.lastResort = None  # a record with no handler is dropped, never printed
     try:
-        _serve(conn, raw_flag, send, raw_threads)
+        serve(send)
     except Exception:  # a bug here: the app hears of it in the log and as a death notice
-        log.exception("llama.cpp worker failed")
+        log.exception("%s failed", what)
 
 
 def received(conn: Any) -> Iterator[Any]:

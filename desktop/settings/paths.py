@@ -45,6 +45,11 @@ class AppPaths:
         return self.data_dir / "attachments"
 
     @property
+    def knowledge_dir(self) -> Path:
+        """The knowledge collections' indexes, a file each (the files they index stay put)."""
+        return self.data_dir / "knowledge"
+
+    @property
     def log_path(self) -> Path:
         return self.log_dir / "simi.log"
 

@@ -21,6 +21,7 @@ from desktop.store.migrations_features import (
     m012_where_it_ran,
     m013_api_server,
     m014_attachments,
+    m015_knowledge,
 )
 
 
@@ -357,4 +358,5 @@ MIGRATIONS: list[Migration] = [
     ("m012_where_it_ran", m012_where_it_ran),
     ("m013_api_server", m013_api_server),
     ("m014_attachments", m014_attachments),
+    ("m015_knowledge", m015_knowledge),
 ]

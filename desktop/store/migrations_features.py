@@ -355,3 +355,57 @@ def m014_attachments(db: sqlite_utils.Database) -> None:
     for name, sql_type in STATS_COLUMNS_M014:
         if name not in have:
             db.execute(f"ALTER TABLE inference_stats ADD COLUMN {name} {sql_type}")
+
+
+STATS_COLUMNS_M015 = (
+    # a turn whose agent searches knowledge collections: the search before the call, in ms
+    # from Send (its parts: embedding the question, ranking, reading the passages), and what
+    # it added to the prompt (passages, and their tokens estimated as characters / 4)
+    ("retrieval_ms", "REAL"),
+    ("retrieval_embed_ms", "REAL"),
+    ("retrieval_search_ms", "REAL"),
+    ("retrieval_read_ms", "REAL"),
+    ("retrieval_chunks", "INTEGER"),
+    ("retrieval_tokens", "INTEGER"),
+)
+
+
+def m015_knowledge(db: sqlite_utils.Database) -> None:
+    """Knowledge: collections of folders and files read in place (each one's index is a file
+    of its own in the data folder, ``desktop/knowledge``), which agents search which, the
+    passages a reply was given (numbered as the model was told to cite them), and the
+    search's share of a call's time and prompt."""
+    db.executescript(
+        """
+        CREATE TABLE IF NOT EXISTS knowledge_collections (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL UNIQUE COLLATE NOCASE,
+            paths TEXT NOT NULL,  -- JSON list of absolute paths: folders and files, read in place
+            embedder TEXT,  -- the GGUF embedding model's path; NULL: keyword search (BM25) only
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS agent_knowledge (
+            agent_id INTEGER NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            collection_id INTEGER NOT NULL
+                REFERENCES knowledge_collections(id) ON DELETE CASCADE,
+            PRIMARY KEY (agent_id, collection_id)
+        );
+        CREATE TABLE IF NOT EXISTS message_sources (
+            message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,  -- the number the model cites it by: [1], [2], ...
+            collection TEXT NOT NULL,  -- the collection's name then (kept if it is removed)
+            path TEXT NOT NULL,
+            start_line INTEGER,
+            end_line INTEGER,
+            page INTEGER,  -- a PDF's page (lines then count within it); NULL otherwise
+            score REAL,
+            text TEXT NOT NULL,  -- the passage as the model read it (the file may change)
+            PRIMARY KEY (message_id, position)
+        );
+        """
+    )
+    have = {c.name for c in db["inference_stats"].columns}
+    for name, sql_type in STATS_COLUMNS_M015:
+        if name not in have:
+            db.execute(f"ALTER TABLE inference_stats ADD COLUMN {name} {sql_type}")

@@ -22,6 +22,7 @@ from desktop.store.migrations_features import (
     STATS_COLUMNS_M012,
     STATS_COLUMNS_M013,
     STATS_COLUMNS_M014,
+    STATS_COLUMNS_M015,
 )
 from desktop.store.stats_export import rows_to_csv, rows_to_json
 from desktop.store.stats_query import (
@@ -96,6 +97,7 @@ STATS_COLUMNS = [
     *(name for name, _ in STATS_COLUMNS_M012),  # device, offloaded_layers, vram_bytes
     *(name for name, _ in STATS_COLUMNS_M013),  # source, api_client
     *(name for name, _ in STATS_COLUMNS_M014),  # image_tokens, image_tokens_estimated, …
+    *(name for name, _ in STATS_COLUMNS_M015),  # retrieval_ms, its parts, chunks, tokens
 ]
 EVERY_CALL = StatsFilter()
 EXPORT_COLUMNS = ["id", *STATS_COLUMNS]  # the keys of one export_rows() dict, in order

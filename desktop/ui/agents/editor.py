@@ -10,7 +10,9 @@ registry (``desktop.chat.kinds``); typed numbers parse, and keys follow their ho
 ``desktop.chat.agent_rules``, as in the CLI.
 
 Given the MCP servers (``tools``), a "Tools" section (``desktop.ui.agents.tools``) chooses the
-servers and tools the agent may use; they are stored with the agent when it saves.
+servers and tools the agent may use; they are stored with the agent when it saves. Given the
+knowledge service (``knowledge``), a "Knowledge" section (``desktop.ui.agents.knowledge``)
+chooses the collections the agent searches, stored the same way.
 
 Blocking calls (the keyring: reading a key, saving an agent with its key, asking whether a
 keyring exists at all) go through ``desktop.ui.kit.async_door.run_blocking``; the dialog shows
@@ -38,14 +40,17 @@ from PySide6.QtWidgets import (
 from desktop.chat.agent_rules import LOCAL_FIELDS, parse_numbers, stop_lines
 from desktop.chat.agents import AgentService
 from desktop.chat.kinds import all_kinds, find_kind
+from desktop.chat.knowledge import KnowledgeService
 from desktop.chat.tool_loop import ToolRunner
 from desktop.errors import UserError, ValidationError
 from desktop.llm.connection import ConnectionReport
 from desktop.llm.presets import Preset
 from desktop.settings.secrets import SecretStore, SecretsUnavailable
 from desktop.store.agents import Agent
+from desktop.store.knowledge import Collection
 from desktop.ui.agents.endpoint import EndpointSection
 from desktop.ui.agents.form import FieldForm, line, row, show_value
+from desktop.ui.agents.knowledge import AgentKnowledgeSection
 from desktop.ui.agents.local import LocalSection, attach_memory_estimate
 from desktop.ui.agents.probe import EndpointFields, EndpointProbe
 from desktop.ui.agents.tools import AgentToolsSection
@@ -96,6 +101,7 @@ class AgentEditorDialog(QDialog):
         parent: QWidget | None = None,
         *,
         tools: ToolRunner | None = None,
+        knowledge: KnowledgeService | None = None,
     ) -> None:
         super().__init__(parent)
         self._agents = agents
@@ -173,6 +179,11 @@ class AgentEditorDialog(QDialog):
         self.tools_section = AgentToolsSection(tools, agent) if tools is not None else None
         if self.tools_section is not None:
             column.addWidget(self.tools_section.group)
+        self.knowledge_section = (
+            AgentKnowledgeSection(knowledge, agent) if knowledge is not None else None
+        )
+        if self.knowledge_section is not None:
+            column.addWidget(self.knowledge_section.group)
         self.general_error = plain(QLabel())
         self.general_error.setObjectName("FieldError")
         self.general_error.setWordWrap(True)
@@ -352,8 +363,11 @@ class AgentEditorDialog(QDialog):
         kind = find_kind(agent.kind)
         key = self.endpoint.typed_key() if kind is not None and kind.remote else None
         allowed = self.tools_section.selection() if self.tools_section is not None else None
+        searched = (
+            self.knowledge_section.selection() if self.knowledge_section is not None else None
+        )
         self._save_task = start(
-            self._save(agent, key, self.endpoint.memory_key.isChecked(), allowed),
+            self._save(agent, key, self.endpoint.memory_key.isChecked(), allowed, searched),
             name="agent editor: save",
         )
         return self._save_task
@@ -364,11 +378,12 @@ class AgentEditorDialog(QDialog):
         key: str | None,
         memory_ok: bool,
         allowed: list[tuple[str, str]] | None = None,
+        searched: list[Collection] | None = None,
     ) -> bool:
         self._set_saving(True)
         saved: Agent | None = None
         try:
-            saved = await run_blocking(self._store, agent, key, memory_ok, allowed)
+            saved = await run_blocking(self._store, agent, key, memory_ok, allowed, searched)
         except ValidationError as exc:
             self.show_errors(exc.fields)
         except SecretsUnavailable as exc:
@@ -393,11 +408,12 @@ class AgentEditorDialog(QDialog):
         key: str | None,
         memory_ok: bool,
         allowed: list[tuple[str, str]] | None = None,
+        searched: list[Collection] | None = None,
     ) -> Agent:
         """On a worker thread: the keyring check, the insert/update and the key write (a saved
         key follows the agent to its new endpoint where ``AgentService.update`` allows it),
-        then the tools it may use. A local agent's vision projector is checked first (two
-        GGUF headers)."""
+        then the tools it may use and the collections it searches. A local agent's vision
+        projector is checked first (two GGUF headers)."""
         check_on_save(agent)
         if key and not self._secrets.available:
             if not memory_ok:
@@ -409,6 +425,8 @@ class AgentEditorDialog(QDialog):
             saved = self._agents.update(agent, api_key=key)
         if allowed is not None and self._tools is not None and saved.id is not None:
             self._tools.tools.set_agent_tools(saved.id, allowed)
+        if searched is not None and self.knowledge_section is not None and saved.id is not None:
+            self.knowledge_section.save(saved.id, searched)
         return saved
 
     def _set_saving(self, saving: bool) -> None:

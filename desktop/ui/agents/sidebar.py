@@ -206,6 +206,7 @@ class AgentSidebar(QWidget):
             agent,
             self,
             tools=getattr(self.services, "tools", None),
+            knowledge=getattr(self.services, "knowledge", None),
         )
         attach_memory_estimate(dialog, MemoryEstimateView(cache=self.services.local.model_info))
         attach_model_picker(dialog, ModelLibrary.of(self.services).entries)

@@ -33,6 +33,7 @@ from desktop.ui.conversation.bubble_parts import (
     VersionArrows,
     natural_width,
 )
+from desktop.ui.conversation.sources import Passage, SourceList, citation_tips
 from desktop.ui.conversation.tool_cards import ToolSteps
 from desktop.ui.kit.text_format import (
     REPLY_DISPLAY_LIMIT,
@@ -225,6 +226,33 @@ class MessageBubble(QFrame):
         self._layout.insertWidget(at, part)
         return part
 
+    @cached_property
+    def sources(self) -> SourceList:
+        """The passages the reply was given ("Sources"), under its text (built for a reply
+        that has some)."""
+        part = SourceList()
+        below = self._built("error_box")
+        if below is None:
+            below = self._built("footer")
+        self._layout.insertWidget(
+            self._layout.indexOf(below) if below is not None else self._actions_index(), part
+        )
+        return part
+
+    def set_sources(self, sources: list[Passage]) -> None:
+        """The reply's sources, listed under its text; "[n]" in its text links to source n."""
+        if not sources and self._built("sources") is None:
+            return
+        self.sources.set_sources(sources)
+        if self._view is not None:
+            self._view.set_citations(citation_tips(sources))
+
+    def open_source(self, number: int) -> None:
+        """A citation "[n]" was clicked: source n is marked in the list and opened."""
+        part = self._built("sources")
+        if part is not None:
+            part.open(number)
+
     def show_attachments(self, strip: QWidget) -> None:
         """A question's files under its text (``attach_view.AttachmentStrip``)."""
         if self.attachments is not None:
@@ -313,6 +341,9 @@ class MessageBubble(QFrame):
             self._view.setObjectName("BubbleText")
             self._view.setAccessibleName(f"Reply from {self.message.agent_name or 'the assistant'}")
             self._view.before_grow = self._before_grow
+            self._view.citation_clicked.connect(self.open_source)
+            if (part := self._built("sources")) is not None:
+                self._view.set_citations(citation_tips(list(part.sources.values())))
             self.body_layout.addWidget(self._view)
             self.body_box.show()
             self._fit_width()

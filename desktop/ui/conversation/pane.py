@@ -115,6 +115,7 @@ class ConversationPane(QWidget):
         p.message_removed.connect(self.transcript.remove_message)
         p.tool_step_changed.connect(self.transcript.update_tool_step)
         p.approval_requested.connect(self._on_approval)
+        p.sources_found.connect(self.transcript.set_sources)
         self.transcript.tool_decided.connect(self._on_tool_decided)
         p.ask_context = lambda offer: self.ask_context(offer)
         self.transcript.retry_requested.connect(p.retry)
@@ -287,16 +288,18 @@ class ConversationPane(QWidget):
 
     # the transcript --------------------------------------------------------------------------
     def _fetch(self, messages: list[Message]) -> tuple[Any, ...]:
-        """Stats, versions, tool calls and model calls, the questions' attachments, for the
-        bubbles about to be built (the window, not the path): one query each; a reply's stats
-        are its last call's row."""
+        """Stats, versions, tool calls and model calls, the questions' attachments, the
+        replies' sources, for the bubbles about to be built (the window, not the path): one
+        query each; a reply's stats are its last call's row."""
         ids = [m.id for m in messages if m.role != "user"]
         calls = self.services.stats.calls_for_messages(ids)
         steps = self.services.tools.steps.for_messages(ids)
         tools = {i: (s, calls.get(i, [])) for i, s in steps.items()}
         stats = {i: rows[-1] for i, rows in calls.items()}
         files = self.services.chat.attachments_of([m.id for m in messages if m.role == "user"])
-        return stats, self.services.conversations.versions_for(messages), tools, files
+        knowledge = self.services.knowledge
+        sources = knowledge.sources_of(ids) if knowledge is not None and ids else {}
+        return stats, self.services.conversations.versions_for(messages), tools, files, sources
 
     def show_path(self, focus_id: int | None = None) -> None:
         """Show the conversation's active branch (optionally scrolled to ``focus_id``).

@@ -57,6 +57,9 @@ class ConversationPresenter(QObject):
         tool_step_changed(int, object): reply id and a ``ToolStep`` that was asked or changed.
         approval_requested(int, object): reply id and an ``ApprovalRequest``; the turn waits
             until ``answer_approval(step id, "once" | "always" | "deny")`` (or Stop).
+        sources_found(int, object): reply id and the passages (``Source``s, numbered) the
+            agent's knowledge collections gave the question; said once, before the first
+            token (the search runs before the model call), and only when there are some.
     """
 
     agent_changed = Signal(object)
@@ -73,6 +76,7 @@ class ConversationPresenter(QObject):
     listing_changed = Signal()
     tool_step_changed = Signal(int, object)
     approval_requested = Signal(int, object)
+    sources_found = Signal(int, object)
 
     def __init__(
         self,
@@ -99,6 +103,7 @@ class ConversationPresenter(QObject):
         self._waiting = ""  # what the streaming reply waits for, as last said
         self._tool_phase = False  # between a model call that asked for tools and the next
         self._call_label = ""  # " · call 2" once the turn's second model call began
+        self._sources_said = False  # the turn's sources (if any) were said
         self.approvals = Approvals(self._ask)
         # Which context size to raise to, asked of the person (the pane shows a dialog); None
         # changes nothing. Without a view nothing is raised.
@@ -374,6 +379,7 @@ class ConversationPresenter(QObject):
         self._waiting = ""
         self._tool_phase = False
         self._call_label = ""
+        self._sources_said = False
         task = self._task = asyncio.ensure_future(self._run(turn))
         task.add_done_callback(lambda _t: self._cancelled_early(task, turn))
         self._timer.start()
@@ -451,6 +457,10 @@ class ConversationPresenter(QObject):
         turn = self.turn
         if turn is None:
             return
+        if not self._sources_said and turn.retrieval is not None:  # searched: once a turn
+            self._sources_said = True
+            if turn.sources:
+                self.sources_found.emit(turn.assistant_message_id, turn.sources)
         if self._thoughts_flushed < len(self._thoughts):
             new = "".join(self._thoughts[self._thoughts_flushed :])
             self._thoughts_flushed = len(self._thoughts)

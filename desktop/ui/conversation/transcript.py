@@ -37,8 +37,9 @@ STICK_MARGIN_PX = 32  # the view follows new text while it is this close to the 
 FOOTER_MODES = ("always", "hover", "never")
 
 # Stats and versions of the messages about to be built; optionally a third item, the replies'
-# tool calls and model calls: {message id: (ToolSteps, stats rows)} (an agentic reply's), and
-# a fourth, the questions' attachments: {message id: [Attachment, …]}.
+# tool calls and model calls: {message id: (ToolSteps, stats rows)} (an agentic reply's), a
+# fourth, the questions' attachments: {message id: [Attachment, …]}, and a fifth, the
+# replies' sources: {message id: [Source, …]}.
 Fetch = Callable[[list[Message]], tuple[Any, ...]]
 
 
@@ -122,6 +123,7 @@ class Transcript(BlitScrollArea):
         self._tools: dict[int, tuple[dict[int, Any], list[dict[str, Any]]]] = {}
         self._asks: dict[int, dict[int, Any]] = {}
         self._attached: dict[int, list[Attachment]] = {}  # the questions' files, by message id
+        self._sources: dict[int, list[Any]] = {}  # the replies' sources (Source), by message id
         self.files: AttachmentFiles | None = None  # where their thumbnails and copies come from
         self._held = False  # an approval card was revealed: no following until scroll_to_bottom
         self._footer_mode = "always"
@@ -248,6 +250,8 @@ class Transcript(BlitScrollArea):
     ) -> MessageRow:
         bubble = MessageBubble(message, stats, versions, self._footer_mode)
         bubble.before_grow = self._grow_hook(message.id)
+        if sources := self._sources.get(message.id):
+            bubble.set_sources(sources)
         if message.status == "streaming" and message.id in self._live:
             bubble.set_streaming_text("".join(self._live[message.id]))
         bubble.set_max_width(self._bubble_width())
@@ -293,6 +297,7 @@ class Transcript(BlitScrollArea):
             for message_id, (steps, calls) in (more[0] if more else {}).items():
                 self._tools[message_id] = ({s.id: s for s in steps}, list(calls))
             self._attached.update(more[1] if len(more) > 1 else {})
+            self._sources.update(more[2] if len(more) > 2 else {})
             for m in missing:
                 self._fetched[m.id] = (stats.get(m.id), versions.get(m.id))
 
@@ -469,6 +474,7 @@ class Transcript(BlitScrollArea):
         self._tools.clear()
         self._asks.clear()
         self._attached.clear()
+        self._sources.clear()
         self._update_chrome()
         self._stick = True
 
@@ -578,6 +584,12 @@ class Transcript(BlitScrollArea):
         self._tools[message_id] = (by_id, list(calls))  # a stopped step is kept
         if (bubble := self._bubbles.get(message_id)) is not None and len(calls) > 1 and steps:
             bubble.footer.set_calls(calls, sorted(by_id.values(), key=lambda s: s.position))
+
+    def set_sources(self, message_id: int, sources: Any) -> None:
+        """A reply's sources (``Source``s), found while it streams; listed under its text."""
+        self._sources[message_id] = list(sources)
+        if (bubble := self._bubbles.get(message_id)) is not None:
+            bubble.set_sources(self._sources[message_id])
 
     def set_waiting(self, message_id: int, text: str) -> None:
         """What a streaming reply waits for before its first token ("" once it flows)."""

@@ -57,6 +57,8 @@ _FEATURES = (
 )
 _IMAGE = re.compile(r"!\[([^\]\n]*)\]\(\s*<?([^)\s>]+)>?(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)")
 _MD_PUNCTUATION = re.compile(r"([\\`*_\[\]<>~|!#&])")  # escaped in a link's words
+CITATION_SCHEME = "simi-source"  # a citation's link: "simi-source:2" (the reply's source 2)
+_CITATION = re.compile(r"\[(\d{1,4})\]")
 
 
 def protect_images(text: str) -> str:
@@ -98,6 +100,45 @@ class Style:
         small.setPointSizeF(max(6.0, font.pointSizeF() * 0.85))
         self.small = small
         self.header = math.ceil(max(QFontMetricsF(small).height() + 8, 24))
+        # the numbers of the reply's sources: "[n]" in prose links to source n (citations)
+        self.citations: frozenset[int] = frozenset()
+
+
+def citation_number(url: str) -> int | None:
+    """The source number of a citation's link ("simi-source:2" → 2), else None."""
+    scheme, _, number = url.partition(":")
+    digits = number.isascii() and number.isdigit()
+    return int(number) if scheme == CITATION_SCHEME and digits else None
+
+
+def link_citations(doc: QTextDocument, numbers: frozenset[int]) -> None:
+    """Every "[n]" of prose whose n is in ``numbers`` becomes a link to that source; in code
+    spans, in a link's words, or for any other n it stays text."""
+    found: list[tuple[int, int, int]] = []
+    block = doc.begin()
+    while block.isValid():
+        it = block.begin()
+        while not it.atEnd():
+            fragment = it.fragment()
+            it += 1
+            fmt = fragment.charFormat() if fragment.isValid() else None
+            if fmt is None or fmt.isAnchor() or fmt.fontFixedPitch():
+                continue
+            if fmt.fontFamilies() == ["monospace"]:
+                continue
+            for match in _CITATION.finditer(fragment.text()):
+                if int(match[1]) in numbers:
+                    at = fragment.position() + match.start()
+                    found.append((at, at + len(match[0]), int(match[1])))
+        block = block.next()
+    for start, end, number in found:
+        link = QTextCharFormat()
+        link.setAnchor(True)
+        link.setAnchorHref(f"{CITATION_SCHEME}:{number}")
+        cursor = QTextCursor(doc)
+        cursor.setPosition(start)
+        cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+        cursor.mergeCharFormat(link)
 
 
 def _prose_document(source: str, style: Style) -> QTextDocument:
@@ -108,6 +149,8 @@ def _prose_document(source: str, style: Style) -> QTextDocument:
     doc.setIndentWidth(LIST_INDENT)
     doc.setMarkdown(protect_images(source), _FEATURES)
     images_as_text(doc)  # before any layout: the words are painted, nothing is read
+    if style.citations and "[" in source:
+        link_citations(doc, style.citations)
     colors = style.colors
     link, code_bg, border = QColor(colors.accent), QColor(colors.code_bg), QColor(colors.border)
     block = doc.begin()

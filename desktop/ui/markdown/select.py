@@ -212,14 +212,22 @@ class BlockSelection(_Widget):
             return
         link = self._link_at(event.position())
         self.setCursor(Qt.CursorShape.PointingHandCursor if link else Qt.CursorShape.IBeamCursor)
-        self.setToolTip(link)
+        self.setToolTip(self.link_tip(link))
 
     def mouseReleaseEvent(self, event: QMouseEvent) -> None:
         link = self._pressed_link
         self._press, self._pressed_link = None, ""
         if link and self._selection is None and self._link_at(event.position()) == link:
-            open_link(link)
+            self.follow_link(link)
         event.accept()
+
+    def follow_link(self, link: str) -> None:
+        """A link was clicked (the view's own links, such as citations, are its own)."""
+        open_link(link)
+
+    def link_tip(self, link: str) -> str:
+        """The tooltip over a link: its address."""
+        return link
 
     def _link_at(self, point: QPointF) -> str:
         if self._tail_block is not None and point.y() >= self._tail_top():

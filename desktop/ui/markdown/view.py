@@ -25,6 +25,7 @@ from PySide6.QtCore import (
     QSize,
     Qt,
     QTimer,
+    Signal,
 )
 from PySide6.QtGui import (
     QGuiApplication,
@@ -44,6 +45,7 @@ from desktop.ui.markdown.render import (
     GAP,
     BlockItem,
     Style,
+    citation_number,
     paint_code_frame,
 )
 from desktop.ui.markdown.select import BlockSelection, Pos
@@ -58,8 +60,14 @@ class _Tail(StreamText):
 
 
 class MarkdownView(BlockSelection, LazyLayout, QWidget):
-    """Read-only Markdown that grows at the end; as tall as its content."""
+    """Read-only Markdown that grows at the end; as tall as its content.
 
+    Signals:
+        citation_clicked(int): a citation "[n]" of one of the sources given to
+            ``set_citations`` was clicked (n).
+    """
+
+    citation_clicked = Signal(int)
     accessible_text = True  # desktop.ui.markdown.text_access exposes it to screen readers
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -92,6 +100,7 @@ class MarkdownView(BlockSelection, LazyLayout, QWidget):
         self._copied_timer.setSingleShot(True)
         self._copied_timer.setInterval(1500)
         self._copied_timer.timeout.connect(self._reset_copied)
+        self._citations: dict[int, str] = {}  # source number -> its words (set_citations)
         self._fit()
 
     # content ----------------------------------------------------------------------------------
@@ -111,7 +120,39 @@ class MarkdownView(BlockSelection, LazyLayout, QWidget):
     def style_(self) -> Style:
         if self._style is None:
             self._style = Style(self.font(), current_colors())
+            self._style.citations = frozenset(self._citations)
         return self._style
+
+    def set_citations(self, sources: dict[int, str]) -> None:
+        """The reply's sources by number, each with the words its tooltip says: "[n]" in the
+        finished prose links to source n (``citation_clicked``); the live tail stays text."""
+        if sources == self._citations:
+            return
+        self._citations = dict(sources)
+        if self._style is None:
+            return  # nothing rendered yet
+        self._style.citations = frozenset(sources)
+        dropped = False
+        for item in self._items:
+            if not item.is_code and item.doc is not None and "[" in item.block.source:
+                item.drop_document()
+                dropped = True
+        if dropped:
+            self._relayout()
+            self.update()
+
+    def follow_link(self, link: str) -> None:
+        number = citation_number(link)
+        if number is None:
+            super().follow_link(link)
+        elif number in self._citations:
+            self.citation_clicked.emit(number)
+
+    def link_tip(self, link: str) -> str:
+        number = citation_number(link)
+        if number is None:
+            return super().link_tip(link)
+        return self._citations.get(number, "")
 
     @property
     def source(self) -> str:

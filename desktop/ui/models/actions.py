@@ -182,6 +182,7 @@ class ModelActions(QObject):
             agent,
             self._parent,
             tools=getattr(services, "tools", None),
+            knowledge=getattr(services, "knowledge", None),
         )
         dialog.setWindowTitle("New agent")
         attach_memory_estimate(dialog, MemoryEstimateView(cache=services.local.model_info))

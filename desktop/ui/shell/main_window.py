@@ -58,6 +58,8 @@ if TYPE_CHECKING:  # imported by ``open`` (the data's modules) or when first sho
     from desktop.store.agents import Agent
     from desktop.ui.compare.page import ComparePage
     from desktop.ui.conversation.pane import ConversationPane
+    from desktop.ui.knowledge.page import KnowledgePage
+    from desktop.ui.knowledge.watch import KnowledgeWatch
     from desktop.ui.models.page import ModelsPage
     from desktop.ui.server.page import ServerPage
     from desktop.ui.shell.keyring_notice import KeyringNotice
@@ -97,6 +99,7 @@ class MainWindow(QMainWindow):
     stats_page: LazyPage[StatsPage] = LazyPage("stats")
     compare_page: LazyPage[ComparePage] = LazyPage("compare")
     server_page: LazyPage[ServerPage] = LazyPage("server")
+    knowledge_page: LazyPage[KnowledgePage] = LazyPage("knowledge")
 
     def __init__(
         self,
@@ -115,6 +118,7 @@ class MainWindow(QMainWindow):
         self._opened = False
         self._keyring_checked = False
         self._info_bar: KeyringNotice | None = None
+        self._knowledge_watch: KnowledgeWatch | None = None
         self._footer_mode = footer_mode(prefs)
 
         self.setWindowTitle("SIMI Multi")
@@ -167,6 +171,7 @@ class MainWindow(QMainWindow):
         self.add_page("stats", self._build_stats_page, "Stats")
         self.add_page("compare", self._build_compare_page, "Compare")
         self.add_page("server", self._build_server_page, "Server")
+        self.add_page("knowledge", self._build_knowledge_page, "Knowledge")
 
         emit_state = self.model_state_changed.emit
         self._state_listener = lambda state, detail: emit_state(state, detail)
@@ -215,6 +220,8 @@ class MainWindow(QMainWindow):
             self.page("server")
         idle = self.pages.build_when_idle(lambda: self.busy or self._closing, quiet_ms)
         self.closed.connect(idle.stop)
+        if not self._closing:
+            self.knowledge_watch.start()  # indexed collections kept up to date from now on
         return idle
 
     def _build_models_page(self) -> QWidget:
@@ -240,6 +247,25 @@ class MainWindow(QMainWindow):
 
         page = ComparePage(self.services, self.ask_save_path, self.ask_open_path)
         page.continue_requested.connect(self._continue_compared)
+        return page
+
+    @property
+    def knowledge_watch(self) -> KnowledgeWatch:
+        """Indexing runs and the watch over indexed collections' folders (made on first use;
+        watching from ``build_pages_when_idle``, after the first paint)."""
+        if self._knowledge_watch is None:
+            from desktop.ui.knowledge.watch import KnowledgeWatch
+
+            assert self.services.knowledge is not None
+            self._knowledge_watch = KnowledgeWatch(self.services.knowledge, self)
+            self.closed.connect(self._knowledge_watch.stop)
+        return self._knowledge_watch
+
+    def _build_knowledge_page(self) -> QWidget:
+        from desktop.ui.knowledge.page import KnowledgePage
+
+        page = KnowledgePage(self.services, self.knowledge_watch)
+        page.status.connect(self._say)
         return page
 
     def _build_server_page(self) -> QWidget:
@@ -612,6 +638,8 @@ class MainWindow(QMainWindow):
             await self.compare_page.wait_idle()
         if self.page_built("server"):
             await self.server_page.stop()  # API calls under way end as cancelled
+        if self._knowledge_watch is not None:
+            await self._knowledge_watch.runs.wait()  # cancelled as the window closed
 
     def closeEvent(self, event: QCloseEvent) -> None:
         """Save the layout, stop every streaming reply (partial text is kept), close."""

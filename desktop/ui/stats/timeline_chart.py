@@ -45,6 +45,8 @@ _KIND_COLORS = {
         # an agentic turn's lane (chat/turn_timeline.py): a model call, a tool call
         "call": "#4f46e5",
         "tool": "#0d9488",
+        # a knowledge search before the call (chat/timeline_lanes.py retrieval_start)
+        "retrieval": "#b45309",
     },
     True: {
         "wait": "#d9a21b",
@@ -59,6 +61,7 @@ _KIND_COLORS = {
         "gap": "#3a3f48",
         "call": "#8b8ff5",
         "tool": "#2cc4b4",
+        "retrieval": "#f59e0b",
     },
 }
 LANE_TITLE_H = 18.0
