@@ -39,6 +39,7 @@ from desktop.llm.events import Finished, ReasoningDelta, RunInfo, TextDelta, Too
 from desktop.store.agents import Agent
 
 if TYPE_CHECKING:
+    from desktop.chat.knowledge import KnowledgeService
     from desktop.chat.price_book import PriceBook
     from desktop.chat.providers import ProviderFactory
     from desktop.llm.provider import ChatRequest, Provider
@@ -66,6 +67,8 @@ class CallDeps:
     stats: StatsStore
     fetch_key: Callable[[Agent], object] | None = None
     attachments: AttachmentStore | None = None
+    # the agents' knowledge collections: a call outside a conversation searches them too
+    knowledge: KnowledgeService | None = None
 
     def warm_prices(self, agent: Agent) -> asyncio.Future[None] | None:
         """Start warming the price book on a worker thread (None: nothing to warm)."""

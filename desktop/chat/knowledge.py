@@ -21,6 +21,8 @@ shared by indexing and search (a lock: one batch at a time).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import math
 import threading
@@ -127,20 +129,36 @@ class Retrieval:
 
 class _SharedEmbedder:
     """An embedding model's process, shared by the indexing and search threads: one batch at
-    a time."""
+    a time. A process that stopped (killed, out of memory) is started again once, for the
+    batch that found it gone; a second failure is the error."""
 
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
+    def __init__(self, path: Path, start: EmbedderStarter) -> None:
+        self._path = path
+        self._start = start
+        self._inner = start(path)
         self._lock = threading.Lock()
-        self.name: str = inner.name
-        self.dims: int = inner.dims
+        self.name: str = self._inner.name
+        self.dims: int = self._inner.dims
+        self._closed = False
 
     def embed(self, texts: Sequence[str]) -> numpy.ndarray:
         with self._lock:
-            return self._inner.embed(texts)
+            if self._closed:
+                raise KnowledgeError("The embedding model was closed.")
+            try:
+                return self._inner.embed(texts)
+            except UserError as exc:
+                if getattr(exc, "reason", None) not in ("stopped", "timeout"):
+                    raise
+                log.warning("the embedding model's process stopped; starting it again")
+                with contextlib.suppress(Exception):
+                    self._inner.close()
+                self._inner = self._start(self._path)
+                return self._inner.embed(texts)
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             self._inner.close()
 
 
@@ -409,7 +427,7 @@ class KnowledgeService:
             shared = self._embedders.get(collection.embedder)
             if shared is None:
                 started = time.perf_counter()
-                shared = _SharedEmbedder(self._start_embedder(Path(collection.embedder)))
+                shared = _SharedEmbedder(Path(collection.embedder), self._start_embedder)
                 log.info(
                     "embedding model started in %.0f ms",
                     (time.perf_counter() - started) * 1000,
@@ -437,6 +455,25 @@ class KnowledgeService:
                 except Exception:
                     log.exception("could not stop an embedding model's process")
             self._embedders.clear()
+
+
+async def retrieve(
+    knowledge: KnowledgeService | None, agent_id: int | None, question: str
+) -> tuple[Retrieval | None, str | None]:
+    """The passages of an agent's collections for a question, found off the event loop, and
+    what to tell the person (a collection not indexed yet; a search that failed: the
+    question then goes without passages). (None, None): the agent searches nothing."""
+    if knowledge is None or agent_id is None or not question.strip():
+        return None, None
+    if not knowledge.agent_collections(agent_id):
+        return None, None
+    try:
+        found = await asyncio.to_thread(knowledge.retrieve_for, agent_id, question)
+    except UserError as exc:
+        return None, f"Knowledge was not searched: {exc.user_message}"
+    if found is None:
+        return None, None
+    return found, " ".join(found.notices) or None
 
 
 def _opt(value: object) -> str | None:

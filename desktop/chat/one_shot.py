@@ -20,12 +20,14 @@ from typing import Unpack
 from desktop.chat.attachments import images_problem, message_parts, with_parts
 from desktop.chat.call import CallDeps, CallSink, ModelCall
 from desktop.chat.call_stats import CallPlace, CallStats
+from desktop.chat.knowledge import Retrieval, retrieve
 from desktop.chat.stats_clock import StatsClock
 from desktop.errors import UserError
 from desktop.llm.events import StreamEvent
 from desktop.llm.provider import ChatMessage, ChatRequest, Sampling
 from desktop.store.agents import Agent
 from desktop.store.attachments import Attachment
+from desktop.store.knowledge import Source
 
 log = logging.getLogger("simi.chat")
 
@@ -46,6 +48,8 @@ class OneShot:
     reasoning: str = ""
     notice: str | None = None  # what the backend did on its own (RunInfo.notice)
     retry_after: float | None = None  # a rate limit's own wait (RateLimited.retry_after)
+    # the passages the agent's knowledge collections gave the last question, numbered
+    sources: tuple[Source, ...] = ()
 
     @property
     def finish_reason(self) -> str | None:
@@ -126,9 +130,12 @@ async def call_once(
     notices: list[str] = []
     sink = CallSink(emit=on_event, on_notice=notices.append)
     finish = "error"
+    found: list[Retrieval] = []
 
     def done(status: str, reason: str, error: UserError | None = None) -> OneShot:
         stats = call.stats(reason, error, **place)
+        if found:
+            stats = replace(stats, **found[0].stats_fields())
         stats_id = call.record(stats)
         return OneShot(
             text="".join(sink.parts),
@@ -140,6 +147,7 @@ async def call_once(
             reasoning="".join(sink.thoughts),
             notice=notices[-1] if notices else None,
             retry_after=getattr(error, "retry_after", None),
+            sources=found[0].sources if found else (),
         )
 
     async def priced() -> None:
@@ -153,6 +161,7 @@ async def call_once(
     try:
         try:
             request = await _with_attachments(deps, agent, request, attachments)
+            request = await _with_knowledge(deps, agent, request, found, notices)
             await call.open()
             finish = await call.stream(request, sink)
         finally:
@@ -173,6 +182,30 @@ async def call_once(
         raise
     await priced()
     return done("cancelled" if finish == "cancelled" else "complete", finish)
+
+
+async def _with_knowledge(
+    deps: CallDeps,
+    agent: Agent,
+    request: ChatRequest,
+    found: list[Retrieval],
+    notices: list[str],
+) -> ChatRequest:
+    """The request with the passages of the agent's collections before its last question
+    (numbered, with the request to cite them); ``found`` gets the search."""
+    last = max((n for n, m in enumerate(request.messages) if m.role == "user"), default=None)
+    if last is None:
+        return request
+    question = request.messages[last]
+    retrieval, notice = await retrieve(deps.knowledge, agent.id, question.content)
+    if notice:
+        notices.append(notice)
+    if retrieval is None:
+        return request
+    found.append(retrieval)
+    messages = list(request.messages)
+    messages[last] = replace(question, content=retrieval.prompt(question.content))
+    return replace(request, messages=tuple(messages))
 
 
 async def _with_attachments(

@@ -18,6 +18,7 @@ from desktop.chat.agents import AgentService
 from desktop.chat.attachments import MessageParts, parts_of, vision_problem, with_parts
 from desktop.chat.call import CallDeps, CallSink, ModelCall
 from desktop.chat.call_stats import CallStats
+from desktop.chat.knowledge import retrieve
 from desktop.chat.one_shot import OneShot
 from desktop.chat.price_book import PriceBook, refuse_on_loop
 from desktop.chat.providers import ProviderFactory
@@ -136,6 +137,7 @@ class ChatService:
             stats=stats,
             fetch_key=agents.fetch_key if agents is not None else None,
             attachments=attachments,
+            knowledge=knowledge,
         )
         # MCP tools for agents allowed some (None: no agent has tools; the CLI's light paths)
         self.tools = tools
@@ -526,22 +528,16 @@ class ChatService:
         the search thread; stored on the reply (a retried reply searched again). A search
         that fails is said on the turn and the question goes without passages."""
         knowledge = self.knowledge
-        if knowledge is None or turn.prefix or turn.agent.id is None:
+        if knowledge is None or turn.prefix:
             return None  # "Continue" carries on the reply the passages went with
-        if not knowledge.agent_collections(turn.agent.id):
-            return None
         question = self.conversations.message(turn.user_message_id)
-        if question is None or not question.content.strip():
-            return None
-        try:
-            found = await asyncio.to_thread(knowledge.retrieve_for, turn.agent.id, question.content)
-        except UserError as exc:
-            turn.notice = f"Knowledge was not searched: {exc.user_message}"
-            return None
+        found, notice = await retrieve(
+            knowledge, turn.agent.id, question.content if question is not None else ""
+        )
+        if notice:
+            turn.notice = notice
         if found is None:
             return None
-        if found.notices:
-            turn.notice = " ".join(found.notices)
         knowledge.store.add_sources(turn.assistant_message_id, found.sources)
         turn.retrieval = found
         return found

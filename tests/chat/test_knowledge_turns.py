@@ -202,3 +202,46 @@ def test_a_collection_with_an_embedding_model_finds_by_meaning(
     # keyword search alone (the model taken away) finds nothing for those words
     plain = knowledge.update(collection, embedder=None)
     assert knowledge.search([plain], "a kitten was sitting on a rug").sources == ()
+
+
+@pytest.mark.slow
+def test_an_embedding_model_whose_process_died_is_started_again(
+    services: Any, tmp_path: Path
+) -> None:
+    """The embedding model's process killed (as the out-of-memory killer would) between two
+    questions: the next search starts it again instead of failing every turn after."""
+    import os
+    import signal
+
+    from desktop.local.starter import starter_model_path
+
+    model = starter_model_path()
+    if model is None:
+        pytest.skip("the starter model's wheel is not installed")
+    knowledge = services.knowledge
+    collection = knowledge.create("Meaning", [folder(tmp_path)], embedder=model)
+    knowledge.index(collection)
+    first = knowledge.search([collection], "watering plants")
+    shared = knowledge._embedders[str(model.resolve())]  # the process the service keeps
+    os.kill(shared._inner.pid, signal.SIGKILL)
+    again = knowledge.search([collection], "watering plants")
+    assert again.sources == first.sources and again.embed_ms > 0
+    assert shared._inner.pid is not None and shared._inner.alive
+
+
+def test_a_call_outside_a_conversation_searches_too(services: Any, tmp_path: Path) -> None:
+    """Prompt-set runs, `simi bench` and the API server's calls (``one_shot``): the agent's
+    collections are searched for the last question, and the row says so."""
+    collection = indexed(services, tmp_path)
+    with FaultServer(lambda _r: Reply(body=ticking_tokens(1))) as server:
+        agent = remote(services, server)
+        services.knowledge.set_agent_collections(agent.id, [collection])
+        shot = asyncio.run(services.chat.ask_once(agent, "When are the tyres due?"))
+        (request,) = server.requests
+    assert shot.status == "complete"
+    sent = user_text(request.json())
+    assert sent.startswith('<document name="[1] cars.txt, lines 1–2">')
+    assert sent.endswith(f"{CITE_REQUEST}\n\nWhen are the tyres due?")
+    assert [Path(s.path).name for s in shot.sources][:1] == ["cars.txt"]
+    assert shot.stats is not None and shot.stats.retrieval_chunks == len(shot.sources)
+    assert shot.stats.retrieval_tokens and shot.stats.retrieval_ms is not None

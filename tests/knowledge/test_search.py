@@ -129,3 +129,30 @@ def test_another_embedder_remakes_the_vectors_and_keeps_the_chunks(tmp_path: Pat
     assert report.unchanged == 4 and report.chunks_indexed == 4 and second.texts == 4
     assert ix.search("car upkeep")[0].vector_rank == 1
     ix.close()
+
+
+def test_in_a_big_index_a_word_in_most_passages_does_not_widen_the_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A word found in more than 5% of a big index's passages is left out of the keyword
+    search when the question has rarer words (scoring every passage that holds it is what
+    made a question slow at 100,000 passages); a question of common words only keeps its
+    two rarest. "Big" is lowered to 10 passages here so the test stays small."""
+    from desktop.knowledge import index as index_module
+
+    root = tmp_path / "reports"
+    root.mkdir()
+    for n in range(20):
+        extra = " The zeppelin landed." if n == 7 else ""
+        (root / f"r{n:02}.txt").write_text(f"Weekly report {n} about the quarterly plan.{extra}\n")
+    ix = KnowledgeIndex(tmp_path / "i.sqlite")
+    ix.sync([root])
+    wide = [Path(h.chunk.path).name for h in ix.search("report zeppelin", k=50)]
+    assert len(wide) == 20 and wide[0] == "r07.txt"  # a small index: every word counts
+    monkeypatch.setattr(index_module, "COMMON_MIN_CHUNKS", 10)
+    ix.close()
+    ix = KnowledgeIndex(tmp_path / "i.sqlite")
+    narrow = [Path(h.chunk.path).name for h in ix.search("report zeppelin", k=50)]
+    assert narrow == ["r07.txt"]
+    assert len(ix.search("weekly report quarterly", k=50)) == 20  # all common: two kept
+    ix.close()
