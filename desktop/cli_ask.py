@@ -54,7 +54,7 @@ def _release(services: Any, attached: list[Any]) -> None:
 
 def run(services: Any, args: argparse.Namespace) -> int:
     from desktop.chat.tool_loop import StepChanged
-    from desktop.cli_tools_prompt import StepReporter, approver_for
+    from desktop.cli_tools_prompt import StepReporter, approver_for, safe
     from desktop.local.starter import STARTER_AGENT_NAME
 
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
@@ -160,6 +160,11 @@ def run(services: Any, args: argparse.Namespace) -> int:
         sys.stderr.write("\r\x1b[K")
     if not result.text.endswith("\n"):
         sys.stdout.write("\n")
+    if result.sources and not args.json:  # what the [n] in the reply point at
+        print("\nSources:")
+        for source in result.sources:
+            where = f" ({source.place})" if source.place else ""
+            print(f"[{source.position}] {safe(source.path)}{where}")
     if args.json:
         # the last model call's record as its stored row (every column), then the turn's
         record = result.stats.as_row() if result.stats is not None else {}
@@ -169,6 +174,18 @@ def run(services: Any, args: argparse.Namespace) -> int:
             status=result.status,
             calls=len(result.calls),
             tool_calls=len(result.steps),
+            sources=[
+                {
+                    "n": s.position,
+                    "collection": s.collection,
+                    "path": s.path,
+                    "start_line": s.start_line,
+                    "end_line": s.end_line,
+                    "page": s.page,
+                    "score": s.score,
+                }
+                for s in result.sources
+            ],
         )
         print(json.dumps(record, sort_keys=True))
     sys.stdout.flush()

@@ -78,3 +78,27 @@ def test_a_missing_folder_is_refused_in_words(
     code, _, err = simi(capsys, "knowledge", "add", "X", str(tmp_path / "nowhere"))
     assert code == 1
     assert f"paths: “{tmp_path / 'nowhere'}” was not found" in err
+
+
+def test_ask_lists_the_sources_after_the_reply(
+    cli_env: dict, simi_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`simi ask` with an agent that searches a collection: the reply, then the sources its
+    [n] point at (the provider is FaultServer, a loopback stand-in for an OpenAI-compatible
+    server)."""
+    from tests.helpers.fault_server import FaultServer, Reply, ticking_tokens
+
+    root = notes(tmp_path)
+    assert simi(capsys, "knowledge", "add", "Notes", str(root))[0] == 0
+    assert simi(capsys, "knowledge", "index", "Notes")[0] == 0
+    with FaultServer(lambda _r: Reply(body=ticking_tokens(2))) as server:
+        add = ("agents", "add", "--name", "R", "--kind", "openai-compatible", "--model", "m")
+        assert simi(capsys, *add, "--base-url", server.url + "/v1")[0] == 0
+        assert simi(capsys, "agents", "edit", "R", "--knowledge", "Notes")[0] == 0
+        code, out, err = simi(capsys, "ask", "--agent", "R", "What colour is the keel?")
+        assert code == 0, err
+        code, line, err = simi(capsys, "ask", "--agent", "R", "the keel?", "--json")
+    assert out.endswith(f"\nSources:\n[1] {root / 'boat.md'} (lines 1–3)\n")
+    record = json.loads(line.strip().splitlines()[-1])
+    assert record["retrieval_chunks"] == len(record["sources"]) >= 1
+    assert record["sources"][0]["path"] == str(root / "boat.md")
