@@ -11,6 +11,8 @@ Where a server reports its own prefill and decode (``timing_source`` 'server') t
 in a second lane inside the client's span, and the rest of that span is "network and queue".
 A local call that sent images has its vision projector's encoding in that second lane instead
 ("Image encoding"), from where the prompt's reading begins.
+An agent's knowledge search, before the call, is a lane of its own from Send (embedding the
+question, searching, reading the passages); the call's own lane begins where it ends.
 A missing figure draws nothing and is said to be missing; a negative gap is drawn as nothing.
 """
 
@@ -38,6 +40,7 @@ from desktop.chat.timeline_facts import (
 from desktop.chat.timeline_lanes import (
     IMAGE_LANE_LABEL,
     MIN_GAP_MS,
+    RETRIEVAL_LANE_LABEL,
     Builder,
     Marker,
     Segment,
@@ -46,7 +49,7 @@ from desktop.chat.timeline_lanes import (
     image_lane,
     local_start,
     remote_start,
-    retrieval_start,
+    retrieval_lane,
     server_lane,
 )
 
@@ -81,17 +84,26 @@ class Timeline:
     kv_cache_bytes: int | None
     cost: CostParts
     notes: tuple[str, ...] = field(default=())
+    # an agent's knowledge search before the call: a lane of its own, from Send
+    retrieval_segments: tuple[Segment, ...] = field(default=())
+    retrieval_lane_label: str = ""
 
     def fact(self, key: str) -> Fact | None:
         return next((f for f in self.facts if f.key == key), None)
 
     def segment(self, key: str) -> Segment | None:
-        return next((s for s in (*self.segments, *self.server_segments) if s.key == key), None)
+        every = (*self.retrieval_segments, *self.segments, *self.server_segments)
+        return next((s for s in every if s.key == key), None)
 
     def as_text(self) -> str:
         """The whole panel as plain text (Copy as text)."""
         lines = [f"Reply timeline: {self.title}"]
         lines += [line for line in (self.subtitle, self.outcome, self.summary) if line]
+        if self.retrieval_segments:
+            lines += ["", self.retrieval_lane_label]
+            lines += [
+                f"  {_clock(s.start_ms)}  {s.label}: {s.figure}" for s in self.retrieval_segments
+            ]
         lines += ["", self.client_lane_label]
         lines += [f"  {_clock(s.start_ms)}  {s.label}: {s.figure}" for s in self.segments]
         lines += [f"  {_clock(m.at_ms)}  {m.label}: {m.figure}" for m in self.markers]
@@ -122,7 +134,8 @@ def build_timeline(row: dict[str, Any] | None) -> Timeline:
     notes: list[str] = []
     lane = Builder()
     markers: list[Marker] = []
-    retrieval_start(row, lane)  # an agent's knowledge search, before the call
+    search = retrieval_lane(row)  # an agent's knowledge search, before the call
+    lane.at = search.at  # the call's own parts begin where it ended
     if local:
         local_start(row, lane)
     else:
@@ -208,10 +221,12 @@ def build_timeline(row: dict[str, Any] | None) -> Timeline:
         subtitle=" · ".join(p for p in (where, started_text(row)) if p),
         provider=provider,
         outcome=_outcome(row, finish, total),
-        summary=_summary(lane.segments, server, ttft, before_first),
+        summary=_summary([*search.segments, *lane.segments], server, ttft, before_first),
         span_ms=span,
         segments=tuple(lane.segments),
         server_segments=tuple(server),
+        retrieval_segments=tuple(search.segments),
+        retrieval_lane_label=RETRIEVAL_LANE_LABEL if search.segments else "",
         markers=tuple(sorted(markers, key=lambda m: m.at_ms)),
         client_lane_label=(
             "On this computer (timed by SIMI Multi; prefill and decode by llama.cpp)"

@@ -18,7 +18,7 @@ from desktop.chat.timeline_facts import (
 )
 
 MeasuredBy = Literal["client", "llama.cpp", "server"]
-Lane = Literal["client", "server", "images"]
+Lane = Literal["client", "server", "images", "retrieval"]
 # A gap shorter than this is rounding, not time anyone spent: it is not drawn.
 MIN_GAP_MS = 1.0
 
@@ -100,38 +100,51 @@ class Builder:
 
 
 # knowledge ------------------------------------------------------------------------------------
+RETRIEVAL_LANE_LABEL = "Knowledge search (timed by SIMI Multi, before the call)"
+
+
+def retrieval_lane(row: dict[str, Any]) -> Builder:
+    """A call whose agent searches knowledge collections: the search's lane, from Send (its
+    three parts, each when measured); the call's own lane starts where it ends."""
+    lane = Builder()
+    retrieval_start(row, lane)
+    return lane
+
+
 def retrieval_start(row: dict[str, Any], lane: Builder) -> None:
-    """A turn whose agent searches knowledge collections: the search comes first, after Send
-    and before the call (its three parts, each when measured)."""
+    """The search's parts, laid on ``lane`` (in the retrieval lane)."""
     if as_float(row.get("retrieval_ms")) is None:
         return
     chunks = as_int(row.get("retrieval_chunks")) or 0
     embed = as_float(row.get("retrieval_embed_ms"))
     lane.add(
         "retrieval_embed",
-        "knowledge: embedding the question",
+        "embedding the question",
         embed,
         "retrieval",
-        f"The collection's embedding model turned the question into a vector in "
+        lane="retrieval",
+        description=f"The collection's embedding model turned the question into a vector in "
         f"{ms_text(embed or 0)}, to find passages by meaning as well as by words.",
     )
     search = as_float(row.get("retrieval_search_ms"))
     lane.add(
         "retrieval_search",
-        "knowledge: searching",
+        "searching the collections",
         search,
         "retrieval",
-        f"Ranking the collections' passages for the question (keywords, and meaning when an "
-        f"embedding model is set) took {ms_text(search or 0)}.",
+        lane="retrieval",
+        description="Ranking the collections' passages for the question (keywords, and "
+        f"meaning when an embedding model is set) took {ms_text(search or 0)}.",
     )
     read = as_float(row.get("retrieval_read_ms"))
     lane.add(
         "retrieval_read",
-        "knowledge: reading passages",
+        "reading the passages",
         read,
         "retrieval",
-        f"Reading the {num(chunks)} chosen passage{'' if chunks == 1 else 's'} from the index "
-        f"took {ms_text(read or 0)}.",
+        lane="retrieval",
+        description=f"Reading the {num(chunks)} chosen passage{'' if chunks == 1 else 's'} "
+        f"from the index took {ms_text(read or 0)}.",
     )
 
 

@@ -90,10 +90,13 @@ def test_an_agents_turn_gets_numbered_passages_and_the_reply_keeps_them(
     assert row["retrieval_ms"] is not None and row["retrieval_ms"] >= row["retrieval_search_ms"]
     assert row["retrieval_ms"] <= row["ttft_ms"]  # part of the wait after Send
     assert row["retrieval_tokens"] == done.retrieval.tokens > len(PLANTS) // 8
-    timeline = build_timeline(row)
-    first_segment = timeline.segments[0]
-    assert first_segment.kind == "retrieval" and first_segment.start_ms == 0
-    assert timeline.segment("retrieval_search") is not None
+    timeline = build_timeline(row)  # the search in a lane of its own, from Send
+    search = timeline.retrieval_segments
+    assert [s.key for s in search][-2:] == ["retrieval_search", "retrieval_read"]
+    assert search[0].start_ms == 0 and {s.kind for s in search} == {"retrieval"}
+    assert timeline.segments[0].start_ms == search[-1].end_ms  # then the call's own parts
+    assert timeline.retrieval_lane_label.startswith("Knowledge search")
+    assert "Knowledge search" in timeline.as_text()
     assert timeline.fact("retrieval").value.startswith(f"{len(done.sources)} passage")
 
 
@@ -110,7 +113,7 @@ def test_an_agent_without_collections_sends_the_question_alone(
     assert done.sources == () and done.retrieval is None
     row = services.stats.for_message(done.assistant_message_id)
     assert row["retrieval_ms"] is None and row["retrieval_chunks"] is None
-    assert build_timeline(row).segment("retrieval_search") is None
+    assert build_timeline(row).retrieval_segments == ()
 
 
 def test_a_collection_not_indexed_yet_is_said_and_the_turn_goes_on(

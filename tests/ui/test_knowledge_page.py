@@ -14,7 +14,13 @@ from PySide6.QtWidgets import QScrollArea
 
 from desktop.ui.kit.widgets import SUBTITLE_ROLE
 from desktop.ui.knowledge import words
-from desktop.ui.knowledge.page import CHANGED_PATHS, EMBEDDER_CHANGED, KEYWORDS_ONLY, KnowledgePage
+from desktop.ui.knowledge.page import (
+    CHANGED_PATHS,
+    EMBEDDER_CHANGED,
+    KEYWORDS_FROM_NOW,
+    KEYWORDS_ONLY,
+    KnowledgePage,
+)
 from desktop.ui.knowledge.watch import KnowledgeWatch
 from tests.helpers.shots import light_and_dark, save_grab, settle
 from tests.helpers.widget_checks import cut_labels, overlaps, unnamed_controls
@@ -231,24 +237,26 @@ def test_errors_are_shown_by_their_fields_and_in_words(
         page.name.editingFinished.emit()
     assert outcome.args == [False] and "already a collection named" in page.error_text("name")
 
-    # an embedding model: the note says the vectors are computed again; a file that is no
-    # GGUF fails the next index in words
+    # an embedding model: the collection is indexed again at once to compute the vectors; a
+    # file that is no GGUF fails that run in words
     fake = tmp_path / "not-a-model.gguf"
     fake.write_text("not a model", encoding="utf-8")
     page.ask_model = lambda: str(fake)  # type: ignore[method-assign]
+    failed: list[object] = []
+    page.runs.failed.connect(lambda *args: failed.append(args))
     with qtbot.waitSignal(page.saved, timeout=10_000) as outcome:
         page.embedder.activated.emit(page.embedder.count() - 1)  # "Choose a GGUF file…"
     assert outcome.args == [True]
     assert page.embedder.currentText() == "not-a-model.gguf"
     assert page.embedder_note.text() == EMBEDDER_CHANGED
-    with qtbot.waitSignal(page.runs.failed, timeout=30_000):
-        _click(qtbot, page.index_button)
+    qtbot.waitUntil(lambda: bool(failed), timeout=30_000)  # the run began without a click
     qtbot.waitUntil(lambda: page.index_error.isVisible(), timeout=10_000)
     assert page.index_error.text() and "Traceback" not in page.index_error.text()
     assert page.index_button.isEnabled()
     with qtbot.waitSignal(page.saved, timeout=10_000):
         page.embedder.activated.emit(0)  # keyword search only again
     assert page.embedder.currentText() == KEYWORDS_ONLY
+    assert page.embedder_note.text() == KEYWORDS_FROM_NOW
     assert services.knowledge.by_name("Project notes").embedder is None
 
 

@@ -153,6 +153,40 @@ def test_server_timings_show_as_a_second_lane_with_network_and_queue(
     assert "cost" in panel.bars
 
 
+def test_a_knowledge_search_is_a_lane_of_its_own_before_the_call(
+    qtbot: Any, window: Any, services: Any, qapp: QApplication, tmp_path: Path
+) -> None:
+    """An agent that searched its knowledge collections: the search's parts in their own
+    lane from Send, the call's parts after it, both in the legend; a picture to look at."""
+    row = {
+        **LOCAL_FIRST,
+        "retrieval_ms": 180.0,
+        "retrieval_embed_ms": 120.0,
+        "retrieval_search_ms": 45.0,
+        "retrieval_read_ms": 15.0,
+        "retrieval_chunks": 5,
+        "retrieval_tokens": 1450,
+    }
+    row["ttft_ms"] = LOCAL_FIRST["ttft_ms"] + 180.0
+    row["total_ms"] = LOCAL_FIRST["total_ms"] + 180.0
+    panel = _open(qtbot, window, services, row)
+    rects = panel.chart.segment_rects()
+    call_lane = panel.chart.current_layout().lanes
+    assert [title for title, _ in call_lane][1].startswith("Knowledge search")
+    assert rects["retrieval_embed"].top() > rects["worker_start"].bottom()  # its own lane
+    assert rects["retrieval_embed"].left() < rects["retrieval_search"].left()
+    assert abs(rects["worker_start"].left() - rects["retrieval_read"].right()) < 0.5
+    legend = panel.legend_text()
+    assert "embedding the question · 120 ms" in legend and "reading the passages" in legend
+    assert panel.fact_values["retrieval"].text().startswith("5 passages, about 1,450")
+    _no_overlap([label.rect for label in panel.chart.current_layout().labels])
+    out = Path(os.environ.get("SIMI_SCREENSHOT_DIR") or tmp_path)
+    out.mkdir(parents=True, exist_ok=True)
+    panel.resize(panel.width(), panel.scroll_area.widget().sizeHint().height() + 72)
+    qapp.processEvents()
+    panel.grab().save(str(out / "timeline_knowledge.png"))
+
+
 def test_how_to_read_this_opens_the_help_with_the_definitions(
     qtbot: Any, window: Any, services: Any
 ) -> None:

@@ -68,7 +68,11 @@ CHOOSE_MODEL = "Choose a GGUF file…"
 EMBEDDER_NOTE = (
     "Optional: an embedding model (GGUF) finds passages by meaning as well as by their words."
 )
-EMBEDDER_CHANGED = "Changed: the next index computes every passage's vector again."
+EMBEDDER_CHANGED = (
+    "Changed: indexing again now, to compute every passage's vector with this model "
+    "(keyword search works meanwhile)."
+)
+KEYWORDS_FROM_NOW = "Changed: keyword search only from now on."
 CHANGED_PATHS = "Its folders and files changed: Index now reads them as they are now."
 NO_COLLECTIONS = "No collections yet. New collection starts one from a folder."
 NEW_HINT = "Name the collection, add its folders or files, then Create and index."
@@ -648,7 +652,9 @@ class KnowledgePage(QWidget):
         self._show_selected()
         if "embedder" in changes:
             self._say(self.embedder_error, "")
-            self.embedder_note.setText(EMBEDDER_CHANGED)
+            self.embedder_note.setText(EMBEDDER_CHANGED if updated.embedder else KEYWORDS_FROM_NOW)
+            if updated.embedder:  # a new model: its vectors, at once (Pause and Cancel work)
+                self._index(updated)
         self.status.emit(f"Saved the collection “{updated.name}”.")
         self.saved.emit(True)
         self.watch.refresh()

@@ -136,7 +136,7 @@ class TimelineChart(QWidget):
         self.setMinimumWidth(320)
         self.setMouseTracking(True)
         self.setAccessibleName("Reply timeline chart")
-        parts = [f"{s.label}: {s.figure}" for s in (*timeline.segments, *timeline.server_segments)]
+        parts = [f"{s.label}: {s.figure}" for _, lane in self._lanes_of(timeline) for s in lane]
         parts += [f"{m.label} at {ms_text(m.at_ms)}" for m in timeline.markers]
         self.setAccessibleDescription("; ".join(parts) or "No times were recorded for this call.")
         self.setFixedHeight(round(self.layout_for(600).height))
@@ -172,11 +172,11 @@ class TimelineChart(QWidget):
         y += MARKER_ROW_H * MARKER_ROWS
         bars: list[tuple[tuple[Segment, ...], float]] = [(t.segments, y)]
         y += BAR_H
-        if t.server_segments:
+        for title, lane_segments in self._lanes_of(t)[1:]:  # the search's, the server's
             y += LANE_GAP
-            lanes.append((t.server_lane_label, QRectF(left, y, right - left, LANE_TITLE_H)))
+            lanes.append((title, QRectF(left, y, right - left, LANE_TITLE_H)))
             y += LANE_TITLE_H
-            bars.append((t.server_segments, y))
+            bars.append((lane_segments, y))
             y += BAR_H
         bars_bottom = y
         for lane_segments, top in bars:
@@ -224,6 +224,17 @@ class TimelineChart(QWidget):
                     last_right = rect.right()
                 k += 1
         return ChartLayout(segments, labels, markers, ticks, lanes, y + AXIS_H + PAD / 2)
+
+    @staticmethod
+    def _lanes_of(t: Timeline) -> list[tuple[str, tuple[Segment, ...]]]:
+        """The bars top to bottom: the call on this computer, then (when there is one) the
+        knowledge search before it, then the server's or the images' own lane."""
+        lanes = [(t.client_lane_label, t.segments)]
+        if t.retrieval_segments:
+            lanes.append((t.retrieval_lane_label, t.retrieval_segments))
+        if t.server_segments:
+            lanes.append((t.server_lane_label, t.server_segments))
+        return lanes
 
     @staticmethod
     def _fitting_label(segment: Segment, room: float, metrics: QFontMetricsF) -> str:
@@ -293,7 +304,7 @@ class TimelineChart(QWidget):
 
     def _paint_bars(self, painter: QPainter, layout: ChartLayout, colors: Colors) -> None:
         painter.setPen(Qt.PenStyle.NoPen)
-        for lane_segments in (self.timeline.segments, self.timeline.server_segments):
+        for _, lane_segments in self._lanes_of(self.timeline):
             if not lane_segments:
                 continue
             first = layout.segments[lane_segments[0].key].rect

@@ -69,6 +69,10 @@ times (a llama.cpp server, for example), a second lane shows its prefill and dec
 that span; the rest of the span, which the server did not account for, is <i>network and
 queue</i>. The server says how long each part took, not when it began, so its prefill is drawn
 ending at the first token.</p>
+<p>An agent that searches knowledge collections does so after Send and before its call: the
+<i>Knowledge search</i> lane shows embedding the question, searching the collections and reading
+the passages, and the call's own parts begin where it ends (its time is part of the wait for
+the first token).</p>
 <p>Where a figure is missing, the panel says <i>not reported by</i> the provider: nothing is
 guessed. A price shown comes from the provider itself, your own price for the agent, or the
 genai-prices dataset, and says which.</p>

@@ -270,7 +270,7 @@ class TimelinePanel(QDialog):
 
     def _build_legend(self) -> None:
         t = self.timeline
-        if not (t.segments or t.server_segments or t.markers):
+        if not (t.segments or t.server_segments or t.retrieval_segments or t.markers):
             return
         self._heading("Each part")
         grid = QGridLayout()
@@ -281,12 +281,14 @@ class TimelinePanel(QDialog):
         client: list[Segment | Marker] = [*t.segments, *t.markers]
         client.sort(key=lambda item: item.start_ms if isinstance(item, Segment) else item.at_ms)
         rows: list[Segment | Marker | str] = [*client]
+        if t.retrieval_segments:
+            rows += [t.retrieval_lane_label, *t.retrieval_segments]
         if t.server_segments:
             rows += [t.server_lane_label, *t.server_segments]
         for column, text in ((1, "part"), (2, "time"), (3, "measured by")):
             grid.addWidget(_label(text, "TimelineCaption"), 0, column)
         for n, item in enumerate(rows, start=1):
-            if isinstance(item, str):  # the server lane's own heading
+            if isinstance(item, str):  # a second lane's own heading
                 grid.addWidget(_label(item, "TimelineFactLabel"), n, 0, 1, 4)
                 continue
             swatch = QLabel()
