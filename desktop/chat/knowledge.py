@@ -336,6 +336,20 @@ class KnowledgeService:
         finally:
             index.close()
 
+    def folders(self, collection: Collection) -> list[str]:
+        """The folders of a collection's indexed files (blocking: reads its index); [] when it
+        was never indexed."""
+        path = self.index_path(collection)
+        if not path.exists():
+            return []
+        from desktop.knowledge import KnowledgeIndex
+
+        index = KnowledgeIndex(path)
+        try:
+            return index.folders()
+        finally:
+            index.close()
+
     # searching --------------------------------------------------------------------------------
     def search(
         self, collections: Sequence[Collection], query: str, k: int = DEFAULT_PASSAGES

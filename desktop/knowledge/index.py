@@ -655,6 +655,12 @@ class KnowledgeIndex:
             )
         ]
 
+    def folders(self) -> list[str]:
+        """The folders that hold indexed files, sorted (what a watcher of the collection
+        looks at besides its roots)."""
+        rows = self._conn.execute("SELECT path FROM files").fetchall()
+        return sorted({os.path.dirname(str(row[0])) for row in rows})
+
     def counts(self) -> tuple[int, int]:
         """(files, chunks) in the index."""
         (files,) = self._conn.execute("SELECT count(*) FROM files").fetchone()

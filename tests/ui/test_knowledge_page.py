@@ -307,15 +307,22 @@ def test_the_watch_indexes_again_after_a_file_is_added(
         assert knowledge.index(made).files == 3
         with qtbot.waitSignal(watch.watching, timeout=10_000):
             watch.refresh()
-        assert watch.watched_paths() == [str(folder)]
+        # the root, and the folders of its indexed files (the subfolder)
+        assert watch.watched_paths() == [str(folder), str(folder / "deeper")]
         assert watch.resync_timer.isActive() and watch.resync_timer.interval() == 5 * 60 * 1000
+
+        # a file added in the subfolder: indexed at once, not only at the 5-minute re-sync
+        (folder / "deeper" / "c.md").write_text("# More plans\n\nShip the watch.\n", "utf-8")
+        with qtbot.waitSignal(watch.runs.finished, timeout=20_000) as ended:
+            qtbot.waitUntil(lambda: made.id in watch.dirty or watch.runs.running(made.id))
+        assert ended.args[1].added == 1 and ended.args[1].files == 4
 
         (folder / "added.txt").write_text("A new file.\n", encoding="utf-8")
         with qtbot.waitSignal(watch.runs.finished, timeout=20_000) as ended:
             # the folder's change (inotify), or at worst its tick, then the debounce
             qtbot.waitUntil(lambda: made.id in watch.dirty or watch.runs.running(made.id))
         report = ended.args[1]
-        assert report.added == 1 and report.files == 4 and not report.cancelled
+        assert report.added == 1 and report.files == 5 and not report.cancelled
 
         # never two runs of one collection: a change during a run waits for its end
         watch.runs.start(made)
@@ -326,7 +333,7 @@ def test_the_watch_indexes_again_after_a_file_is_added(
             watch.runs.resume(made.id)
         with qtbot.waitSignal(watch.runs.finished, timeout=20_000) as again:
             pass  # the debounce restarted when the first run ended
-        assert again.args[1].unchanged == 4 and made.id not in watch.dirty
+        assert again.args[1].unchanged == 5 and made.id not in watch.dirty
 
         # the quiet re-sync indexes every indexed collection
         with qtbot.waitSignal(watch.runs.finished, timeout=20_000):
@@ -357,7 +364,7 @@ def test_the_window_starts_the_watch_after_its_first_paint_work(
     assert window._knowledge_watch is None  # nothing at start-up
     idle = window.build_pages_when_idle(quiet_ms=60_000)
     idle.stop()
-    qtbot.waitUntil(lambda: window.knowledge_watch.watched_paths() == [str(folder)])
+    qtbot.waitUntil(lambda: str(folder) in window.knowledge_watch.watched_paths())
     assert not window.page_built("knowledge")
 
     # the watch's runs change the page's figures, not the status line

@@ -1,13 +1,15 @@
 """Keeps indexed collections up to date while the app runs.
 
-A ``QFileSystemWatcher`` on each indexed collection's roots (its folders, and the files it
-names one by one) notices a file added, removed or renamed there; after ``DEBOUNCE_MS``
-without another change the collection is indexed again (incremental: unchanged files are only
-looked at). Changes deeper down, and changes the watcher missed, are found by a quiet re-sync
-of every indexed collection each ``RESYNC_MS``. A collection never indexed is not watched
-(the person has not asked for it yet); with no indexed collection nothing is watched and no
-timer runs. Runs go through ``IndexRuns``: never two of one collection at once (a change
-during a run indexes it again when that run has ended).
+A ``QFileSystemWatcher`` on each indexed collection's roots (its folders, and the files it names
+one by one) and on the folders that hold its indexed files (``MAX_WATCHED`` paths in all: the
+system's watches are a limited resource) notices a file added, removed or renamed there (as most
+editors save: a new file renamed over the old); after ``DEBOUNCE_MS`` without another change the
+collection is indexed again (incremental: unchanged files are only looked at). Changes the
+watcher missed (a file written in place, a folder past the limit, an empty folder that got a
+file) are found by a quiet re-sync of every indexed collection each ``RESYNC_MS``. A collection
+never indexed is not watched (the person has not asked for it yet); with no indexed collection
+nothing is watched and no timer runs. Runs go through ``IndexRuns``: never two of one collection
+at once (a change during a run indexes it again when that run has ended).
 
 The window owns it and starts it after its first paint (``MainWindow.build_pages_when_idle``),
 so it watches before the Knowledge page is first shown and start-up does not wait for it.
@@ -34,6 +36,7 @@ log = logging.getLogger("simi.ui.knowledge")
 
 DEBOUNCE_MS = 2_000
 RESYNC_MS = 5 * 60 * 1000
+MAX_WATCHED = 1_000
 
 
 class KnowledgeWatch(QObject):
@@ -110,15 +113,24 @@ class KnowledgeWatch(QObject):
                 return
 
     def _indexed(self) -> tuple[list[Collection], list[str]]:
-        """On a worker thread: the collections that have an index, and their roots that
-        exist now (a missing one would make the watcher complain)."""
+        """On a worker thread: the collections that have an index, and what to watch of them
+        that exists now (a missing path would make the watcher complain): their roots first,
+        then the folders of their indexed files, ``MAX_WATCHED`` at most."""
         indexed = [
             c
             for c in self.knowledge.collections()
             if c.id is not None and self.knowledge.index_path(c).exists()
         ]
-        roots = sorted({p for c in indexed for p in c.paths if os.path.exists(p)})
-        return indexed, roots
+        paths = dict.fromkeys(p for c in indexed for p in c.paths if os.path.exists(p))
+        for collection in indexed:
+            if len(paths) >= MAX_WATCHED:
+                break
+            for folder in self.knowledge.folders(collection):
+                if len(paths) >= MAX_WATCHED:
+                    break
+                if folder not in paths and os.path.isdir(folder):
+                    paths[folder] = None
+        return indexed, sorted(paths)
 
     def _watch(self, indexed: list[Collection], roots: list[str]) -> None:
         self.collections = {c.id: c for c in indexed if c.id is not None}
@@ -155,7 +167,9 @@ class KnowledgeWatch(QObject):
         """A watched folder or file changed: its collections are indexed again after a quiet
         ``DEBOUNCE_MS``."""
         for cid, collection in self.collections.items():
-            if path in collection.paths:
+            if any(
+                path == p or path.startswith(p.rstrip(os.sep) + os.sep) for p in collection.paths
+            ):
                 self.dirty.add(cid)
         if self.dirty:
             self.debounce.start()
