@@ -42,6 +42,7 @@ SERIES_METRICS = (
     "total_ms",
     "output_tokens",
     "cost_usd",
+    "retrieval_ms",  # an agent's knowledge search before its calls
 )
 
 # summary(): (key prefix, column, key suffix) of each figure given as p50 and p95.

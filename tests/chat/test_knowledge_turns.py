@@ -19,6 +19,7 @@ from desktop.chat.knowledge import CITE_REQUEST
 from desktop.chat.timeline import build_timeline
 from desktop.errors import ValidationError
 from desktop.store.agents import Agent
+from desktop.store.stats import EVERY_CALL
 from tests.helpers.fault_server import FaultServer, Reply, ticking_tokens
 
 PLANTS = """# Plants
@@ -98,6 +99,9 @@ def test_an_agents_turn_gets_numbered_passages_and_the_reply_keeps_them(
     assert timeline.retrieval_lane_label.startswith("Knowledge search")
     assert "Knowledge search" in timeline.as_text()
     assert timeline.fact("retrieval").value.startswith(f"{len(done.sources)} passage")
+    # the search's time per agent over time: a chart of its own on the Stats page
+    (point,) = services.stats.series(EVERY_CALL, "retrieval_ms")
+    assert (point["agent"], point["value"]) == ("Reader", row["retrieval_ms"])
 
 
 def test_an_agent_without_collections_sends_the_question_alone(

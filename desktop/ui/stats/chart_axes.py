@@ -172,6 +172,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("total_ms", "Total time", ms_text, ms_tick, "lower"),
     Metric("output_tokens", "Output tokens", count_text, count_tick, "higher"),
     Metric("cost_usd", "Cost per call", usd_text, usd_tick, "lower"),
+    Metric("retrieval_ms", "Knowledge search time", ms_text, ms_tick, "lower"),
 )
 
 
