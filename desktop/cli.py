@@ -497,13 +497,14 @@ def _export(services: Any, args: argparse.Namespace) -> int:
 
     conv = _conversation_or_fail(services, args.conversation)
     store = services.attachments.store
+    sources = services.knowledge.store if services.knowledge is not None else None
     if args.output:
         from pathlib import Path
 
         try:
             written = write_export(
                 services.conversations, services.stats, conv.id, args.format, Path(args.output),
-                store,
+                store, sources,
             )  # fmt: skip
         except OSError as exc:
             raise UserError(f"Cannot write {args.output}: {exc.strerror or exc}.") from exc
@@ -511,9 +512,11 @@ def _export(services: Any, args: argparse.Namespace) -> int:
         print(f"Wrote “{conv.title}” to {args.output}{also}.", file=sys.stderr)
         return EXIT_OK
     if args.format == "json":
-        text = dumps(to_json(services.conversations, services.stats, conv.id, store))
+        text = dumps(to_json(services.conversations, services.stats, conv.id, store, sources))
     else:  # standard output: attachments are named, with no files to link to
-        text = to_markdown(services.conversations, services.stats, conv.id, store)
+        text = to_markdown(
+            services.conversations, services.stats, conv.id, store, knowledge=sources
+        )
     sys.stdout.write(text)
     return EXIT_OK
 
@@ -532,7 +535,12 @@ def _import(services: Any, args: argparse.Namespace) -> int:
         raise UserError(f"{args.file} is not JSON ({exc}).") from exc
     # all or nothing: a file of several conversations with one broken imports none
     conv_ids = import_conversations(
-        data, services.conversations, services.stats, services.agents, services.attachments.store
+        data,
+        services.conversations,
+        services.stats,
+        services.agents,
+        services.attachments.store,
+        services.knowledge.store if services.knowledge is not None else None,
     )
     for conv_id in conv_ids:
         conv = services.conversations.get(conv_id)

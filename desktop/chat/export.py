@@ -9,6 +9,11 @@ type, SHA-256 and the bytes in base64); a Markdown file written by ``write_expor
 a folder beside it (``<name>_files/``), linked by relative path. An import stores them again,
 each file once, and checks every file's bytes against its SHA-256 first. Blocking (file reads
 and writes): the window runs these on a worker thread.
+
+Sources (given the knowledge store): a reply keeps the passages of the person's knowledge
+collections it was given; the JSON carries them (number, collection, path, lines, page, score,
+text), a Markdown export lists them under the reply (the path as text, never a link), and an
+import stores them on the new reply.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import binascii
 import contextlib
 import hashlib
 import json
+import math
 import shutil
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -30,12 +36,14 @@ from desktop.errors import UserError
 from desktop.store.agents import Agent
 from desktop.store.attachments import Attachment, AttachmentStore
 from desktop.store.conversations import MESSAGE_STATUSES, ConversationStore, Message
+from desktop.store.knowledge import KnowledgeStore, Source
 from desktop.store.stats import STATS_COLUMNS, StatsStore
 
 FORMAT = "simi-multi/conversation"
-# 2: messages may carry "attachments" (an export without any is still written as 1, so an
-# older SIMI Multi imports it)
-FORMAT_VERSION = 2
+# 2: messages may carry "attachments"; 3: replies may carry "sources". A file is written as
+# the lowest version that holds what it has (no sources: 2; nor attachments: 1), so an older
+# SIMI Multi imports it, and refuses one whose sources or files it would drop without a word.
+FORMAT_VERSION = 3
 # Keys from this database that mean nothing in another one.
 _LOCAL_STATS_KEYS = {"id", "message_id", "conversation_id", "agent_id"}
 
@@ -76,14 +84,38 @@ def _attachment_json(store: AttachmentStore, a: Attachment) -> dict[str, Any]:
     }
 
 
+def _source_json(s: Source) -> dict[str, Any]:
+    return {
+        "n": s.position,
+        "collection": s.collection,
+        "path": s.path,
+        "start_line": s.start_line,
+        "end_line": s.end_line,
+        "page": s.page,
+        "score": s.score,
+        "text": s.text,
+    }
+
+
+def _sources(
+    knowledge: KnowledgeStore | None, messages: Iterable[Message]
+) -> dict[int, list[Source]]:
+    """message id -> the passages the reply was given (none without the store)."""
+    if knowledge is None:
+        return {}
+    return knowledge.sources_of(m.id for m in messages if m.role == "assistant")
+
+
 def to_json(
     conversations: ConversationStore,
     stats: StatsStore,
     conversation_id: int,
     attachments: AttachmentStore | None = None,
+    knowledge: KnowledgeStore | None = None,
 ) -> dict[str, Any]:
     """Every version and branch of the conversation, with stats; with ``attachments`` (the
-    store), each message's attached files too (base64)."""
+    store), each message's attached files too (base64); with ``knowledge`` (the store), each
+    reply's sources."""
     conv = conversations.get(conversation_id)
     if conv is None:
         raise ExportError(f"There is no conversation {conversation_id}.")
@@ -91,6 +123,7 @@ def to_json(
     per_message = stats.for_messages([m.id for m in messages if m.role == "assistant"])
     active = [m.id for m in conversations.messages(conversation_id)]
     files = attachments.of_messages(m.id for m in messages) if attachments is not None else {}
+    sources = _sources(knowledge, messages)
     rows: list[dict[str, Any]] = [
         {
             "id": m.id,
@@ -114,9 +147,12 @@ def to_json(
         for row in rows:
             if row["id"] in files:
                 row["attachments"] = [_attachment_json(attachments, a) for a in files[row["id"]]]
+    for row in rows:
+        if row["id"] in sources:
+            row["sources"] = [_source_json(s) for s in sources[row["id"]]]
     return {
         "format": FORMAT,
-        "version": FORMAT_VERSION if files else 1,
+        "version": 3 if sources else 2 if files else 1,
         "conversation": {
             "title": conv.title,
             "pinned": conv.pinned,
@@ -177,16 +213,60 @@ def _attachment_lines(
     return [*lines, ""]
 
 
+# what Markdown may read as markup in a name (CommonMark lets any of them be escaped)
+_MARKUP = str.maketrans({c: f"\\{c}" for c in "\\`*_[]<>&~"})
+
+
+def _words(text: str) -> str:
+    """A name or collection as plain text in Markdown: one line, its markup escaped."""
+    return " ".join(text.split()).translate(_MARKUP)
+
+
+def _code(text: str) -> str:
+    """``text`` as a code span (shown as it is: no link, no markup), on one line."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    if not text:
+        return "(no path)"
+    longest = run = 0
+    for c in text:
+        run = run + 1 if c == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith(("`", " ")) or text.endswith(("`", " ")) else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _file_name(path: str) -> str:
+    """The last part of a path, with either kind of slash."""
+    parts = [part for part in path.replace("\\", "/").split("/") if part]
+    return parts[-1] if parts else path
+
+
+def _source_lines(sources: Sequence[Source]) -> list[str]:
+    """A reply's sources in Markdown: "[1] notes.md — lines 10–24 (collection “Notes”)", then
+    the full path as text (a path is data, not a link)."""
+    lines = ["**Sources**", ""]
+    for s in sources:
+        place = f" — {s.place}" if s.place else ""
+        lines.append(
+            f"- \\[{s.position}\\] {_words(_file_name(s.path))}{place} "
+            f"(collection “{_words(s.collection)}”), {_code(s.path)}"
+        )
+    return [*lines, ""]
+
+
 def to_markdown(
     conversations: ConversationStore,
     stats: StatsStore,
     conversation_id: int,
     attachments: AttachmentStore | None = None,
     files_folder: str | None = None,
+    knowledge: KnowledgeStore | None = None,
 ) -> str:
     """The active branch as a readable document: headings per speaker, thinking folded. With
     ``attachments`` (the store) each message lists its files, linked into ``files_folder``
-    (a folder beside the document, as ``write_export`` fills it) when given."""
+    (a folder beside the document, as ``write_export`` fills it) when given; with
+    ``knowledge`` (the store) each reply lists its sources under its text."""
     from desktop.chat.format import stats_line  # Qt-free, shared with the window's footer
 
     conv = conversations.get(conversation_id)
@@ -196,6 +276,7 @@ def to_markdown(
     per_message = stats.for_messages([m.id for m in path if m.role == "assistant"])
     files = attachments.of_messages(m.id for m in path) if attachments is not None else {}
     names = file_names(a for m in path for a in files.get(m.id, ()))
+    sources = _sources(knowledge, path)
     out = [f"# {conv.title or 'Conversation'}", ""]
     for m in path:
         out += [f"## {_speaker(m)}", ""]
@@ -216,6 +297,8 @@ def to_markdown(
             out += [f"*({m.status})*", ""]
         if m.status == "error":
             out += [f"> **Error:** {m.error_text or 'the reply failed'}", ""]
+        if m.id in sources:
+            out += _source_lines(sources[m.id])
         line = stats_line(per_message.get(m.id))
         if line:
             out += [f"<sub>{line}</sub>", ""]
@@ -229,13 +312,15 @@ def write_export(
     fmt: str,
     target: Path,
     attachments: AttachmentStore | None = None,
+    knowledge: KnowledgeStore | None = None,
 ) -> list[Path]:
     """Write the conversation to ``target`` as Markdown ("md") or JSON: a Markdown file's
     attachments go into ``<name>_files/`` beside it (replaced if it is there), linked by
-    relative path. Returns what was written (the file, then the folder when there is one)."""
+    relative path; with ``knowledge`` (the store) the replies' sources go in too. Returns what
+    was written (the file, then the folder when there is one)."""
     target = Path(target)
     if fmt != "md":
-        data = to_json(conversations, stats, conversation_id, attachments)
+        data = to_json(conversations, stats, conversation_id, attachments, knowledge)
         target.write_text(dumps(data), encoding="utf-8")
         return [target]
     written = [target]
@@ -245,7 +330,12 @@ def write_export(
         path = conversations.messages(conversation_id)
         used = [a for items in attachments.of_messages(m.id for m in path).values() for a in items]
     text = to_markdown(
-        conversations, stats, conversation_id, attachments, folder_name if used else None
+        conversations,
+        stats,
+        conversation_id,
+        attachments,
+        folder_name if used else None,
+        knowledge,
     )
     if used:
         assert attachments is not None
@@ -272,10 +362,11 @@ def from_json(
     stats: StatsStore,
     agents: _Agents | None = None,
     attachments: AttachmentStore | None = None,
+    knowledge: KnowledgeStore | None = None,
 ) -> int:
     """Import one conversation written by ``to_json``; returns the new conversation's id.
     All or nothing (``import_conversations``)."""
-    return _import([data], conversations, stats, agents, attachments, several=False)[0]
+    return _import([data], conversations, stats, agents, attachments, knowledge, several=False)[0]
 
 
 def import_conversations(
@@ -284,6 +375,7 @@ def import_conversations(
     stats: StatsStore,
     agents: _Agents | None = None,
     attachments: AttachmentStore | None = None,
+    knowledge: KnowledgeStore | None = None,
 ) -> list[int]:
     """Import a file's JSON: one conversation written by ``to_json``, or a list of them; returns
     the new conversations' ids in the file's order.
@@ -296,13 +388,15 @@ def import_conversations(
     stats row; a message listed before its parent waits for it, no pass over the rest).
 
     With ``attachments`` (the store) the messages' files are stored again (each once; a file
-    whose bytes do not match its SHA-256 stops the import); without it they are left out.
+    whose bytes do not match its SHA-256 stops the import); without it they are left out. With
+    ``knowledge`` (the store) the replies' sources are stored again (in the same transaction);
+    without it they are left out. A malformed file or source stops the import either way.
     """
     if isinstance(data, list):
         if not data:
             raise ExportError("This file holds no conversation.")
-        return _import(data, conversations, stats, agents, attachments, several=True)
-    return _import([data], conversations, stats, agents, attachments, several=False)
+        return _import(data, conversations, stats, agents, attachments, knowledge, several=True)
+    return _import([data], conversations, stats, agents, attachments, knowledge, several=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,6 +409,8 @@ class _Planned:
     active_path: list[Any]
     # id(row) -> its attachments, checked: (the attachment, the file's bytes)
     files: dict[int, list[tuple[Attachment, bytes]]]
+    # id(row) -> its sources, checked
+    sources: dict[int, list[Source]]
 
 
 def _import(
@@ -323,6 +419,7 @@ def _import(
     stats: StatsStore,
     agents: _Agents | None,
     attachments: AttachmentStore | None = None,
+    knowledge: KnowledgeStore | None = None,
     *,
     several: bool,
 ) -> list[int]:
@@ -343,7 +440,7 @@ def _import(
     try:
         with conversations.transaction():
             for plan in plans:
-                ids.append(_store(plan, conversations, stats, known, files))
+                ids.append(_store(plan, conversations, stats, known, files, knowledge))
     except sqlite3.Error as exc:  # a full disk, a locked or damaged file: all rolled back
         files.undo()
         raise ExportError(
@@ -449,7 +546,70 @@ def _plan(data: Any) -> _Planned:
         for number, row in enumerate(rows, 1)
         if row.get("attachments")
     }
-    return _Planned(info, ordered, active_children, path, files)
+    sources = {
+        id(row): _sources_of(row.get("sources"), number)
+        for number, row in enumerate(rows, 1)
+        if row.get("sources")
+    }
+    return _Planned(info, ordered, active_children, path, files, sources)
+
+
+def _whole(value: Any) -> bool:
+    """A whole number SQLite can hold (a bigger one would not be refused but crash)."""
+    return isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
+
+
+def _unicode(*values: str) -> bool:
+    """Text SQLite can store (JSON may hold a lone surrogate, which UTF-8 cannot)."""
+    try:
+        for value in values:
+            value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _sources_of(value: Any, number: int) -> list[Source]:
+    """A reply's sources from an export, each checked: a number, a collection, a path and the
+    passage's text; lines and page whole numbers or nothing; a score a number or nothing."""
+    where = f"Message {number} of the export"
+    if not isinstance(value, list):
+        raise ExportError(f"{where} has sources that are not a list.")
+    found: list[Source] = []
+    numbers: set[int] = set()
+    for item in value:
+        if not isinstance(item, dict):
+            raise ExportError(f"{where} has a source that is not described.")
+        n = item.get("n")
+        if not isinstance(n, int) or not _whole(n) or n < 1:
+            raise ExportError(f"{where} has a source without a number.")
+        if n in numbers:
+            raise ExportError(f"{where} has two sources numbered {n}.")
+        numbers.add(n)
+        collection, path, text = item.get("collection"), item.get("path"), item.get("text")
+        if not isinstance(collection, str) or not isinstance(path, str):
+            raise ExportError(f"{where}: source {n} has no collection or path.")
+        if not isinstance(text, str):
+            raise ExportError(f"{where}: source {n} has no text.")
+        if not _unicode(collection, path, text):
+            raise ExportError(f"{where}: source {n} has text that is not valid Unicode.")
+        where_in = [item.get(k) for k in ("start_line", "end_line", "page")]
+        if any(v is not None and not _whole(v) for v in where_in):
+            raise ExportError(f"{where}: source {n} has lines or a page that are not numbers.")
+        score = item.get("score")
+        if score is not None and (
+            isinstance(score, bool)
+            or not isinstance(score, (int, float))
+            or not math.isfinite(score)
+        ):
+            raise ExportError(f"{where}: source {n} has a score that is not a number.")
+        start, end, page = where_in
+        found.append(
+            Source(
+                n, collection, path, start, end, page, None if score is None else float(score), text
+            )
+        )
+    return found
 
 
 def _attachments_of(value: Any, number: int) -> list[tuple[Attachment, bytes]]:
@@ -493,10 +653,11 @@ def _store(
     stats: StatsStore,
     known: dict[str, int | None],
     files: _Files,
+    knowledge: KnowledgeStore | None = None,
 ) -> int:
     """Write one checked conversation (inside the caller's transaction): one INSERT per
     message and per stats row, then the branches on show in one go; attached files stored
-    (each once) and attached to their messages."""
+    (each once) and attached to their messages; the replies' sources stored on them."""
     info = plan.info
     conv = conversations.create(None, str(info.get("title") or "Imported conversation"))
     if info.get("pinned"):
@@ -533,6 +694,9 @@ def _store(
             for attachment, data in attached:
                 files.put(attachment, data)
             files.store.attach(msg_id, [a for a, _data in attached])
+        given = plan.sources.get(id(row))
+        if given and knowledge is not None:
+            knowledge.add_sources(msg_id, given)
         if row.get("id") is not None:
             new_ids[row["id"]] = msg_id
         record = row.get("stats")

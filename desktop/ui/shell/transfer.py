@@ -27,6 +27,7 @@ def _write_export(services: Services, fmt: str, conversation_id: int, path: str)
         fmt,
         Path(path),
         services.attachments.store,
+        services.knowledge.store if services.knowledge is not None else None,
     )
 
 
@@ -82,7 +83,12 @@ def _import_file(services: Services, path: str) -> list[int]:
     """Read and store an import (on a worker thread: its own connection, one transaction)."""
     data = _read_json(path)
     return import_conversations(
-        data, services.conversations, services.stats, services.agents, services.attachments.store
+        data,
+        services.conversations,
+        services.stats,
+        services.agents,
+        services.attachments.store,
+        services.knowledge.store if services.knowledge is not None else None,
     )
 
 
