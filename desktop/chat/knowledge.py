@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     import numpy
 
     from desktop.knowledge import IndexControl, IndexProgress, IndexReport, KnowledgeIndex
+    from desktop.local.catalog import ModelEntry
 
 log = logging.getLogger("simi.knowledge")
 
@@ -52,6 +53,24 @@ CITE_REQUEST = (
     "and may help: where you use one, cite it by its number in square brackets, as [1] or "
     "[2], right after the sentence it supports. If they do not hold the answer, say so and "
     "answer from what you know."
+)
+
+
+# llama.cpp's architectures that only embed (encoders); a decoder embeds when its file names a
+# pooling (``{arch}.pooling_type``: Qwen3-Embedding and the like)
+EMBEDDING_ARCHITECTURES = frozenset(
+    {
+        "bert",
+        "nomic-bert",
+        "nomic-bert-moe",
+        "jina-bert-v2",
+        "jina-bert-v3",
+        "t5encoder",
+        "modern-bert",
+        "neo-bert",
+        "eurobert",
+        "gemma-embedding",
+    }
 )
 
 
@@ -433,6 +452,32 @@ class KnowledgeService:
         self._searcher.submit(drop).result()
 
     # embedding models -------------------------------------------------------------------------
+    @staticmethod
+    def embedding_models(entries: Iterable[ModelEntry]) -> list[tuple[str, str]]:
+        """(path, file name) of the model library's ``entries`` (``ModelLibrary.entries``)
+        that are embedding models, by their GGUF header: an encoder's architecture, or a file
+        that names a pooling; not a reranker (its pooling is a score, not a vector) nor a file
+        the library cannot use. Blocking: reads each model's header; call it off the GUI
+        thread."""
+        from desktop.local.embed_worker import POOLING_RANK
+        from desktop.local.gguf import GGUFError, read_header
+
+        found: list[tuple[str, str]] = []
+        for entry in entries:
+            if entry.info is None:
+                continue
+            try:
+                header = read_header(entry.path)
+            except (GGUFError, OSError):
+                continue
+            pooling = header.arch_value("pooling_type")
+            if pooling == POOLING_RANK:
+                continue
+            if pooling is not None or header.architecture in EMBEDDING_ARCHITECTURES:
+                path = Path(entry.path).resolve()
+                found.append((str(path), path.name))
+        return found
+
     def _embedder(self, collection: Collection) -> _SharedEmbedder | None:
         """The collection's embedding model, its process started on first use (blocking)."""
         if collection.embedder is None:

@@ -5,23 +5,29 @@ watch that indexes again after a file is added, and a picture of the page."""
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QPainter
 from PySide6.QtWidgets import QScrollArea
 
 from desktop.ui.kit.widgets import SUBTITLE_ROLE
 from desktop.ui.knowledge import words
 from desktop.ui.knowledge.page import (
     CHANGED_PATHS,
+    CHOOSE_MODEL,
     EMBEDDER_CHANGED,
+    EMBEDDER_NOTE,
     KEYWORDS_FROM_NOW,
     KEYWORDS_ONLY,
+    NO_LIBRARY_EMBEDDER,
     KnowledgePage,
 )
 from desktop.ui.knowledge.watch import KnowledgeWatch
+from tests.helpers import gguf_files
 from tests.helpers.shots import light_and_dark, save_grab, settle
 from tests.helpers.widget_checks import cut_labels, overlaps, unnamed_controls
 
@@ -443,3 +449,157 @@ def test_the_page_and_the_watch_load_no_index_code_until_a_run() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def _tiny_gguf(path: Path, arch: str, **keys: Any) -> Path:
+    """A GGUF file of a few hundred bytes the library lists: ``arch``'s header facts, one
+    small tensor of non-zero data, and ``keys`` (``pooling_type=1``: ``{arch}.pooling_type``)."""
+    meta: dict[str, Any] = {
+        "general.architecture": arch,
+        "general.name": path.stem,
+        f"{arch}.block_count": 1,
+        f"{arch}.context_length": 512,
+        f"{arch}.embedding_length": 32,
+        f"{arch}.attention.head_count": 1,
+        **{f"{arch}.{key}": value for key, value in keys.items()},
+    }
+    kvs = b"".join(gguf_files._kv(key, value) for key, value in meta.items())
+    tensor = gguf_files._string("token_embd.weight") + struct.pack("<IQQIQ", 2, 32, 4, 0, 0)
+    head = b"GGUF" + struct.pack("<IQQ", 3, 1, len(meta)) + kvs + tensor
+    head += b"\x00" * (-len(head) % 32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(head + struct.pack("<128f", *[0.5] * 128))
+    return path
+
+
+def _embedder_items(page: KnowledgePage) -> list[tuple[str, Any, Any]]:
+    box = page.embedder
+    return [
+        (box.itemText(i), box.itemData(i), box.itemData(i, Qt.ItemDataRole.ToolTipRole))
+        for i in range(box.count())
+    ]
+
+
+def _models_read(qtbot: Any, page: KnowledgePage) -> None:
+    with qtbot.waitSignal(page.models_read, timeout=20_000):
+        page.read_models()
+
+
+def _grab_with_popup(window: Any, page: KnowledgePage, path: Path) -> None:
+    """The window with the embedder's open list painted where it shows (a window of its own,
+    which a grab of the main window leaves out)."""
+    picture = window.grab()
+    popup = page.embedder.view().window()
+    assert popup.isVisible()
+    # under the list's box: the offscreen screen is narrower than the window, and moves it in
+    at = window.mapFromGlobal(popup.mapToGlobal(QPoint(0, 0)))
+    at.setX(page.embedder.mapTo(window, QPoint(0, 0)).x())
+    painter = QPainter(picture)
+    painter.drawPixmap(at, popup.grab())
+    painter.end()
+    assert picture.save(str(path)), path
+    assert path.stat().st_size > 10_000, f"{path} looks empty"
+
+
+def test_the_embedder_list_offers_the_library_embedding_models_only(
+    qtbot: Any, qapp: Any, window: Any, services: Any, tmp_path: Path, shot_dir: Path
+) -> None:
+    models = services.paths.models_dir
+    # a decoder that names its pooling (as Qwen3-Embedding does): the starter, so it runs
+    (models / "tiny-embed").mkdir(parents=True)
+    decoder = gguf_files.rewrite_starter(
+        models / "tiny-embed" / "tiny-embed.gguf", set_kv={"llama.pooling_type": 1}
+    )
+    encoder = _tiny_gguf(models / "someone" / "bge-small" / "bge-small-en-Q8_0.gguf", "bert")
+    _tiny_gguf(models / "chat-1b-Q4_K_M.gguf", "llama")  # a chat model: not listed
+    _tiny_gguf(models / "rerank-base-Q8_0.gguf", "bert", pooling_type=4)  # scores, no vectors
+    (models / "notes.gguf").write_text("not a model", encoding="utf-8")  # the library's error
+    page = _page(window)
+    qtbot.waitUntil(lambda: page.library_embedders is not None, timeout=20_000)
+    found = page.library_embedders
+    assert found == services.knowledge.embedding_models(_library(services).entries())
+    listed = {name: path for path, name in found or []}
+    assert listed == {
+        "bge-small-en-Q8_0.gguf": str(encoder.resolve()),
+        "tiny-embed.gguf": str(decoder.resolve()),
+    }
+    names = [text for text, _data, _tip in _embedder_items(page)]
+    assert names[0] == KEYWORDS_ONLY and names[-1] == CHOOSE_MODEL
+    assert sorted(names[1:-1]) == sorted(listed)  # the starter (a chat model) is not listed
+    for text, data, tip in _embedder_items(page)[1:-1]:
+        assert data == tip == listed[text]  # the full path: data and tooltip
+    assert page.embedder_note.text() == EMBEDDER_NOTE
+
+    _create(qtbot, page, _folder(tmp_path))
+    collection = services.knowledge.by_name("Project notes")
+    assert collection.embedder is None and page.embedder.currentText() == KEYWORDS_ONLY
+    _wait_loaded(qtbot, page)
+    page.embedder.showPopup()
+    settle(qapp)
+    _grab_with_popup(window, page, shot_dir / "knowledge-page-embedders.png")
+    page.embedder.hidePopup()
+
+    # chosen from the list: saved at once, and the collection is indexed again for its vectors
+    row = names.index("tiny-embed.gguf")
+    started: list[int] = []
+    page.runs.started.connect(started.append)
+    reports: list[Any] = []
+    page.runs.finished.connect(lambda _cid, report: reports.append(report))
+    with qtbot.waitSignal(page.saved, timeout=10_000) as outcome:
+        page.embedder.activated.emit(row)
+    assert outcome.args == [True]
+    assert services.knowledge.by_name("Project notes").embedder == str(decoder.resolve())
+    assert page.embedder.currentText() == "tiny-embed.gguf"
+    assert page.embedder.currentIndex() == row  # the library's row, not a second one
+    assert page.embedder.count() == len(names)
+    assert page.embedder_note.text() == EMBEDDER_CHANGED
+    assert started == [collection.id]  # without a click
+    qtbot.waitUntil(lambda: bool(reports), timeout=120_000)
+    assert not reports[0].cancelled and reports[0].files == 3
+    qtbot.waitUntil(lambda: page.embedder_note.text() == EMBEDDER_NOTE, timeout=10_000)
+
+    # a new collection can start with one of them too
+    _click(qtbot, page.new_button)
+    assert page.embedder.currentText() == KEYWORDS_ONLY
+    page.embedder.activated.emit(names.index("bge-small-en-Q8_0.gguf"))
+    assert page.embedder.currentText() == "bge-small-en-Q8_0.gguf"
+    assert page._new_embedder == str(encoder.resolve())
+    _click(qtbot, page.cancel_new_button)
+
+
+def test_with_no_embedding_model_in_the_library_the_note_says_where_to_find_one(
+    qtbot: Any, window: Any, services: Any, tmp_path: Path
+) -> None:
+    _tiny_gguf(services.paths.models_dir / "chat-1b-Q4_K_M.gguf", "llama")
+    page = _page(window)
+    _create(qtbot, page, _folder(tmp_path))
+    _models_read(qtbot, page)
+    assert page.library_embedders == []
+    assert [t for t, _d, _tip in _embedder_items(page)] == [KEYWORDS_ONLY, CHOOSE_MODEL]
+    assert page.embedder_note.text() == NO_LIBRARY_EMBEDDER
+    assert page.embedder_note.isVisible()
+
+    # a chat model still works through Choose a GGUF file… (mean-pooled): not listed, chosen
+    chat = gguf_files.starter()
+    page.ask_model = lambda: str(chat)  # type: ignore[method-assign]
+    reports: list[Any] = []
+    page.runs.finished.connect(lambda _cid, report: reports.append(report))
+    with qtbot.waitSignal(page.saved, timeout=10_000):
+        page.embedder.activated.emit(page.embedder.count() - 1)
+    assert page.embedder.currentText() == chat.name
+    assert page.embedder.itemData(1, Qt.ItemDataRole.ToolTipRole) == str(chat.resolve())
+    assert page.embedder_note.text() == EMBEDDER_CHANGED
+    qtbot.waitUntil(lambda: bool(reports), timeout=120_000)
+    # a model is chosen: the note says what one is for, not where to find one
+    qtbot.waitUntil(lambda: page.embedder_note.text() == EMBEDDER_NOTE, timeout=10_000)
+
+    # keyword search only again
+    with qtbot.waitSignal(page.saved, timeout=10_000):
+        page.embedder.activated.emit(0)
+    assert page.embedder_note.text() == KEYWORDS_FROM_NOW
+
+
+def _library(services: Any) -> Any:
+    from desktop.chat.model_library import ModelLibrary
+
+    return ModelLibrary.of(services)

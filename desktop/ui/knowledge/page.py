@@ -1,7 +1,9 @@
 """The Knowledge page: the collections (folders and files agents can search, read where they
 are) on the left; the one chosen on the right, with its name, folders, embedding model, its
 indexing (Index now, Pause, Cancel, a progress bar, what the last run did and what it skipped)
-and a search to try it.
+and a search to try it. The embedding model list offers the library's embedding models (which
+ones: ``KnowledgeService.embedding_models``, their headers read off the GUI thread); any GGUF
+file can still be chosen.
 
 Every call to the knowledge service runs off the GUI thread (``run_blocking``): reading an
 index's figures opens its file, a search waits for the search thread, and even saving a
@@ -68,6 +70,10 @@ CHOOSE_MODEL = "Choose a GGUF file…"
 EMBEDDER_NOTE = (
     "Optional: an embedding model (GGUF) finds passages by meaning as well as by their words."
 )
+NO_LIBRARY_EMBEDDER = (
+    "No embedding model in your library: choose a GGUF file, or download one on the Models "
+    "page (search “embed”)."
+)
 EMBEDDER_CHANGED = (
     "Changed: indexing again now, to compute every passage's vector with this model "
     "(keyword search works meanwhile)."
@@ -86,6 +92,7 @@ class KnowledgePage(QWidget):
     status(str): a short line for the window's status bar.
     loaded(): the collections and their figures were read again.
     saved(bool): a create or change of a collection ended (False: the fields say why).
+    models_read(): the library's embedding models were read (the embedder list has them).
     searched(): a try-out search ended (``try_box.searched``).
     removed(): a collection was removed.
     """
@@ -94,6 +101,7 @@ class KnowledgePage(QWidget):
     loaded = Signal()
     saved = Signal(bool)
     removed = Signal()
+    models_read = Signal()
 
     def __init__(
         self, services: Services, watch: KnowledgeWatch, parent: QWidget | None = None
@@ -102,6 +110,7 @@ class KnowledgePage(QWidget):
         self.setObjectName("KnowledgePage")
         assert services.knowledge is not None
         self.knowledge: KnowledgeService = services.knowledge
+        self.services = services
         self.watch = watch
         self.runs: IndexRuns = watch.runs
         self.states: dict[int, CollectionState | str] = {}
@@ -112,6 +121,9 @@ class KnowledgePage(QWidget):
         self._new_embedder: str | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._reload_task: asyncio.Task[None] | None = None
+        self._models_task: asyncio.Task[None] | None = None
+        # (path, file name) of the library's embedding models; None until read
+        self.library_embedders: list[tuple[str, str]] | None = None
         self._read_again = False
         self._shown_embedder: str | None = None
         self._shown_id: int | None = None
@@ -137,6 +149,7 @@ class KnowledgePage(QWidget):
         self.runs.failed.connect(self._run_failed)
         self._show_selected()
         self.reload()
+        self.read_models()
 
     # building ------------------------------------------------------------------------------
     def _buildone_line_list(self) -> QWidget:
@@ -308,8 +321,34 @@ class KnowledgePage(QWidget):
 
     # reading -------------------------------------------------------------------------------
     def refresh(self) -> None:
-        """The page is shown: read the collections and their figures again."""
+        """The page is shown: read the collections and their figures again, and which
+        models of the library embed (one may have been downloaded meanwhile)."""
         self.reload()
+        self.read_models()
+
+    def read_models(self) -> asyncio.Task[None]:
+        """Read which GGUF models of the library are embedding models (their headers, off the
+        GUI thread), for the embedder list; a read under way is the one returned."""
+        if self._models_task is not None and not self._models_task.done():
+            return self._models_task
+        self._models_task = self._start(self._read_models(), "knowledge page: read models")
+        return self._models_task
+
+    async def _read_models(self) -> None:
+        try:
+            found = await run_blocking(self._library_embedders)
+        except (UserError, OSError) as exc:
+            log.warning("cannot list the library's embedding models: %s", exc)
+            found = []
+        self.library_embedders = found
+        self._fill_embedders(self._shown_embedder)
+        self.models_read.emit()
+
+    def _library_embedders(self) -> list[tuple[str, str]]:
+        """On a worker thread: (path, file name) of the library's embedding models."""
+        from desktop.chat.model_library import ModelLibrary
+
+        return self.knowledge.embedding_models(ModelLibrary.of(self.services).entries())
 
     def reload(self) -> asyncio.Task[None]:
         """Read the collections and their figures (once more after a read under way: it may
@@ -421,14 +460,32 @@ class KnowledgePage(QWidget):
         self._update_buttons()
 
     def _fill_embedders(self, chosen: str | None) -> None:
+        """Keyword search only, the library's embedding models, the chosen file when it is
+        none of them, then Choose a GGUF file…; ``chosen`` (a path, None: keywords) current."""
         self._shown_embedder = chosen
         self.embedder.clear()
         self.embedder.addItem(KEYWORDS_ONLY, None)
-        if chosen:
+        current = 0
+        for path, name in self.library_embedders or []:
+            self.embedder.addItem(name, path)
+            self.embedder.setItemData(self.embedder.count() - 1, path, Qt.ItemDataRole.ToolTipRole)
+            if path == chosen:
+                current = self.embedder.count() - 1
+        if chosen and not current:
             self.embedder.addItem(Path(chosen).name, chosen)
-            self.embedder.setItemData(1, chosen, Qt.ItemDataRole.ToolTipRole)
-            self.embedder.setCurrentIndex(1)
+            current = self.embedder.count() - 1
+            self.embedder.setItemData(current, chosen, Qt.ItemDataRole.ToolTipRole)
+        self.embedder.setCurrentIndex(current)
         self.embedder.addItem(CHOOSE_MODEL, "")
+        if self.embedder_note.text() in (EMBEDDER_NOTE, NO_LIBRARY_EMBEDDER):
+            self.embedder_note.setText(self._embedder_note())
+
+    def _embedder_note(self) -> str:
+        """The note under the embedder list: where to find a model when the library has no
+        embedding model and none is chosen, else what one is for."""
+        if self.library_embedders == [] and not self._shown_embedder:
+            return NO_LIBRARY_EMBEDDER
+        return EMBEDDER_NOTE
 
     def _show_run(self, collection: Collection) -> None:
         """The selected collection's run under way, its last report, or its figures."""
@@ -770,7 +827,7 @@ class KnowledgePage(QWidget):
         if collection_id == self.selected_id and not self.creating:
             self.progress.hide()
             self.progress_text.hide()
-            self.embedder_note.setText(EMBEDDER_NOTE)
+            self.embedder_note.setText(self._embedder_note())
             self._show_selected()  # the run's report and skipped files, now
         self._run_buttons_for(collection_id)
         self.reload()  # the figures of the list and the summary
