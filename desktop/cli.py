@@ -524,7 +524,7 @@ def _export(services: Any, args: argparse.Namespace) -> int:
 def _import(services: Any, args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from desktop.chat.export import import_conversations
+    from desktop.chat.export import import_into
 
     try:
         raw = sys.stdin.read() if args.file == "-" else Path(args.file).read_text("utf-8")
@@ -534,14 +534,7 @@ def _import(services: Any, args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UserError(f"{args.file} is not JSON ({exc}).") from exc
     # all or nothing: a file of several conversations with one broken imports none
-    conv_ids = import_conversations(
-        data,
-        services.conversations,
-        services.stats,
-        services.agents,
-        services.attachments.store,
-        services.knowledge.store if services.knowledge is not None else None,
-    )
+    conv_ids = import_into(services, data)
     for conv_id in conv_ids:
         conv = services.conversations.get(conv_id)
         print(f"Imported “{conv.title}” as conversation {conv_id}.")

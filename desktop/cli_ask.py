@@ -174,18 +174,7 @@ def run(services: Any, args: argparse.Namespace) -> int:
             status=result.status,
             calls=len(result.calls),
             tool_calls=len(result.steps),
-            sources=[
-                {
-                    "n": s.position,
-                    "collection": s.collection,
-                    "path": s.path,
-                    "start_line": s.start_line,
-                    "end_line": s.end_line,
-                    "page": s.page,
-                    "score": s.score,
-                }
-                for s in result.sources
-            ],
+            sources=[s.as_json(with_text=False) for s in result.sources],
         )
         print(json.dumps(record, sort_keys=True))
     sys.stdout.flush()

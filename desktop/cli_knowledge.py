@@ -67,18 +67,7 @@ def run(services: Any, args: argparse.Namespace) -> int:
             raise ValidationError({"k": "-k must be at least 1."})
         found = knowledge.search([collection], args.query, args.k)
         if args.json:
-            rows = [
-                {
-                    "n": s.position,
-                    "path": s.path,
-                    "start_line": s.start_line,
-                    "end_line": s.end_line,
-                    "page": s.page,
-                    "score": s.score,
-                    "text": s.text,
-                }
-                for s in found.sources
-            ]
+            rows = [s.as_json() for s in found.sources]
             print(json.dumps({"query": args.query, "ms": round(found.total_ms, 1), "hits": rows}))
             return EXIT_OK
         for note in found.notices:

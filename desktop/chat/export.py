@@ -29,7 +29,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from desktop.chat.attachments import safe_file_name
 from desktop.errors import UserError
@@ -38,6 +38,9 @@ from desktop.store.attachments import Attachment, AttachmentStore
 from desktop.store.conversations import MESSAGE_STATUSES, ConversationStore, Message
 from desktop.store.knowledge import KnowledgeStore, Source
 from desktop.store.stats import STATS_COLUMNS, StatsStore
+
+if TYPE_CHECKING:
+    from desktop.chat.services import Services
 
 FORMAT = "simi-multi/conversation"
 # 2: messages may carry "attachments"; 3: replies may carry "sources". A file is written as
@@ -81,19 +84,6 @@ def _attachment_json(store: AttachmentStore, a: Attachment) -> dict[str, Any]:
         "size": a.size,
         "text_limit": a.text_limit,
         "data": base64.b64encode(data).decode("ascii"),
-    }
-
-
-def _source_json(s: Source) -> dict[str, Any]:
-    return {
-        "n": s.position,
-        "collection": s.collection,
-        "path": s.path,
-        "start_line": s.start_line,
-        "end_line": s.end_line,
-        "page": s.page,
-        "score": s.score,
-        "text": s.text,
     }
 
 
@@ -149,7 +139,7 @@ def to_json(
                 row["attachments"] = [_attachment_json(attachments, a) for a in files[row["id"]]]
     for row in rows:
         if row["id"] in sources:
-            row["sources"] = [_source_json(s) for s in sources[row["id"]]]
+            row["sources"] = [s.as_json() for s in sources[row["id"]]]
     return {
         "format": FORMAT,
         "version": 3 if sources else 2 if files else 1,
@@ -397,6 +387,20 @@ def import_conversations(
             raise ExportError("This file holds no conversation.")
         return _import(data, conversations, stats, agents, attachments, knowledge, several=True)
     return _import([data], conversations, stats, agents, attachments, knowledge, several=False)
+
+
+def import_into(services: Services, data: Any) -> list[int]:
+    """``import_conversations`` into the app's stores: its agents, files and knowledge sources
+    (the CLI's ``simi import`` and the window's Import)."""
+    knowledge = services.knowledge.store if services.knowledge is not None else None
+    return import_conversations(
+        data,
+        services.conversations,
+        services.stats,
+        services.agents,
+        services.attachments.store,
+        knowledge,
+    )
 
 
 @dataclass(frozen=True, slots=True)

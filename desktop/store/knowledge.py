@@ -41,6 +41,22 @@ class Source:
     score: float | None
     text: str
 
+    def as_json(self, *, with_text: bool = True) -> dict[str, Any]:
+        """The passage as JSON (exports, ``simi ask --json``, ``simi knowledge search``): its
+        number as ``n``; ``with_text=False`` leaves the passage itself out."""
+        out: dict[str, Any] = {
+            "n": self.position,
+            "collection": self.collection,
+            "path": self.path,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "page": self.page,
+            "score": self.score,
+        }
+        if with_text:
+            out["text"] = self.text
+        return out
+
     @property
     def place(self) -> str:
         """Where in the file: "page 3, lines 4–9", "lines 10–24", "line 7"."""

@@ -15,6 +15,7 @@ from desktop import cli
 from desktop.chat.export import (
     ExportError,
     import_conversations,
+    import_into,
     to_json,
     to_markdown,
     write_export,
@@ -50,14 +51,7 @@ def _json(services: Any, conv_id: int) -> dict[str, Any]:
 
 
 def _import(services: Any, data: Any) -> list[int]:
-    return import_conversations(
-        data,
-        services.conversations,
-        services.stats,
-        services.agents,
-        services.attachments.store,
-        services.knowledge.store,
-    )
+    return import_into(services, data)
 
 
 def test_json_carries_a_replys_sources_exactly(services: Any) -> None:

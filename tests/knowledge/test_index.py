@@ -18,6 +18,14 @@ from desktop.knowledge import read as read_module
 from tests.attach import samples
 
 
+def many(tmp_path: Path, count: int, says: str = " says word{n}") -> Path:
+    """A folder "many" of ``count`` small files f00.txt, f01.txt, …"""
+    folder = tmp_path / "many"
+    for n in range(count):
+        write(folder / f"f{n:02d}.txt", f"file number {n}{says.format(n=n)}\n")
+    return folder
+
+
 def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
@@ -158,9 +166,7 @@ def test_a_missing_root_keeps_its_files(tmp_path: Path, docs: Path) -> None:
 def test_a_crash_mid_run_resumes_where_it_stopped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = tmp_path / "many"
-    for n in range(10):
-        write(folder / f"f{n:02d}.txt", f"file number {n} says word{n}\n")
+    folder = many(tmp_path, 10)
     db = tmp_path / "k.sqlite3"
     ix = KnowledgeIndex(db)
     Reads(monkeypatch, fail_after=4)
@@ -177,9 +183,7 @@ def test_a_crash_mid_run_resumes_where_it_stopped(
 
 
 def test_cancel_keeps_what_was_done(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    folder = tmp_path / "many"
-    for n in range(10):
-        write(folder / f"f{n:02d}.txt", f"file number {n}\n")
+    folder = many(tmp_path, 10, says="")
     control = IndexControl()
     real = read_module.extract_text
     count = 0
@@ -204,9 +208,7 @@ def test_cancel_keeps_what_was_done(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 def test_pause_blocks_until_resume_from_another_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = tmp_path / "many"
-    for n in range(6):
-        write(folder / f"f{n:02d}.txt", f"file number {n}\n")
+    folder = many(tmp_path, 6, says="")
     control = IndexControl()
     real = documents.extract_text
     read: list[str] = []

@@ -77,39 +77,36 @@ def shown(services: Any, window: Any, tmp_path: Path) -> Iterator[tuple[Any, Any
     yield window, window.pane.transcript.bubble(reply_id), notes, cars
 
 
-def citation_point(view: Any, number: int) -> QPoint:
-    """Where "[number]" is linked in the view (the middle of its digit)."""
-    href = f"{CITATION_SCHEME}:{number}"
+def fragments(view: Any) -> Iterator[tuple[Any, Any]]:
+    """Every text fragment of the view's rendered blocks, with its block item."""
     for item in view.items:
         doc = item.build(view.style_)
         block = doc.begin()
         while block.isValid():
             it = block.begin()
             while not it.atEnd():
-                fragment = it.fragment()
-                if fragment.charFormat().anchorHref() == href:
-                    rect = item.cursor_rect(fragment.position() + 1, view.style_)
-                    return rect.center().toPoint() + QPoint(0, int(item.top))
+                yield item, it.fragment()
                 it += 1
             block = block.next()
+
+
+def citation_point(view: Any, number: int) -> QPoint:
+    """Where "[number]" is linked in the view (the middle of its digit)."""
+    href = f"{CITATION_SCHEME}:{number}"
+    for item, fragment in fragments(view):
+        if fragment.charFormat().anchorHref() == href:
+            rect = item.cursor_rect(fragment.position() + 1, view.style_)
+            return rect.center().toPoint() + QPoint(0, int(item.top))
     raise AssertionError(f"no link to source {number}")
 
 
 def links_of(view: Any) -> list[tuple[bool, str, str]]:
     """Every link in the view: (in a code block, its text, its address)."""
-    found = []
-    for item in view.items:
-        doc = item.build(view.style_)
-        block = doc.begin()
-        while block.isValid():
-            it = block.begin()
-            while not it.atEnd():
-                fmt = it.fragment().charFormat()
-                if fmt.isAnchor():
-                    found.append((item.is_code, it.fragment().text(), fmt.anchorHref()))
-                it += 1
-            block = block.next()
-    return found
+    return [
+        (item.is_code, fragment.text(), fragment.charFormat().anchorHref())
+        for item, fragment in fragments(view)
+        if fragment.charFormat().isAnchor()
+    ]
 
 
 def opened_viewer(qtbot: Any, bubble: Any, number: int) -> Any:

@@ -115,16 +115,16 @@ def test_importing_2000_messages_runs_on_a_worker_while_the_window_keeps_ticking
     big.write_text(json.dumps(exported("Long talk", 2000)), encoding="utf-8")
     stored_on: list[bool] = []
     stored_at: list[float] = []
-    real_import = transfer.import_conversations
+    real_import = transfer.import_into
 
-    def import_conversations(*args: Any, **kwargs: Any) -> list[int]:
+    def import_into(*args: Any, **kwargs: Any) -> list[int]:
         stored_on.append(threading.current_thread() is threading.main_thread())
         try:
             return real_import(*args, **kwargs)
         finally:
             stored_at.append(time.perf_counter())
 
-    monkeypatch.setattr(transfer, "import_conversations", import_conversations)
+    monkeypatch.setattr(transfer, "import_into", import_into)
     ticks: list[float] = []
     timer = QTimer()
     timer.setInterval(10)

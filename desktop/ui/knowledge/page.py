@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +48,7 @@ from desktop.ui.kit.widgets import (
     vbox,
 )
 from desktop.ui.knowledge import words
-from desktop.ui.knowledge.parts import error_label, fit_rows, one_line_list
+from desktop.ui.knowledge.parts import button_row, error_label, fit_rows, one_line_list
 from desktop.ui.knowledge.try_search import TrySearch
 
 if TYPE_CHECKING:
@@ -227,11 +227,9 @@ class KnowledgePage(QWidget):
         self.remove_path_button = push_button(
             "Remove path", self.remove_path, tip="Leave the chosen folder or file out"
         )
-        path_row = hbox(spacing=8)
-        for button in (self.add_folder_button, self.add_files_button, self.remove_path_button):
-            path_row.addWidget(button)
-        path_row.addStretch(1)
-        layout.addLayout(path_row)
+        layout.addLayout(
+            button_row(self.add_folder_button, self.add_files_button, self.remove_path_button)
+        )
         self.paths_error = error_label()
         layout.addWidget(self.paths_error)
 
@@ -274,11 +272,7 @@ class KnowledgePage(QWidget):
         self.cancel_button = push_button(
             "Cancel", self.cancel_index, tip="Stop now; what was read is kept"
         )
-        controls = hbox(spacing=8)
-        for button in (self.index_button, self.pause_button, self.cancel_button):
-            controls.addWidget(button)
-        controls.addStretch(1)
-        layout.addLayout(controls)
+        layout.addLayout(button_row(self.index_button, self.pause_button, self.cancel_button))
         self.progress = QProgressBar()
         self.progress.setObjectName("KnowledgeProgress")
         self.progress.setAccessibleName("Indexing progress")
@@ -599,17 +593,11 @@ class KnowledgePage(QWidget):
     async def _create(self, name: str, paths: list[str], embedder: str | None) -> bool:
         self.create_button.setEnabled(False)
         try:
-            made = await run_blocking(self.knowledge.create, name, paths, embedder)
-        except ValidationError as exc:
-            self._show_field_errors(exc.fields)
-            self.saved.emit(False)
-            return False
-        except UserError as exc:
-            self._say_error(exc.user_message)
-            self.saved.emit(False)
-            return False
+            made = await self._saving(self.knowledge.create, name, paths, embedder)
         finally:
             self.create_button.setEnabled(True)
+        if made is None:
+            return False
         self.creating = False
         self._clear_errors()
         self.selected_id = made.id
@@ -691,16 +679,9 @@ class KnowledgePage(QWidget):
         return self._start(self._save_changes(collection, changes), "knowledge page: change")
 
     async def _save_changes(self, collection: Collection, changes: dict[str, Any]) -> bool:
-        try:
-            updated = await run_blocking(self.knowledge.update, collection, **changes)
-        except ValidationError as exc:
-            self._show_field_errors(exc.fields)
+        updated = await self._saving(self.knowledge.update, collection, **changes)
+        if updated is None:
             self._show_selected()  # the stored values again
-            self.saved.emit(False)
-            return False
-        except UserError as exc:
-            self._say_error(exc.user_message)
-            self.saved.emit(False)
             return False
         self._clear_errors()
         self.collections = [updated if c.id == updated.id else c for c in self.collections]
@@ -717,6 +698,20 @@ class KnowledgePage(QWidget):
         self.watch.refresh()
         await self.reload()
         return True
+
+    async def _saving(
+        self, save: Callable[..., Collection], *args: Any, **kw: Any
+    ) -> Collection | None:
+        """``save`` (create or update) off the GUI thread; None after its refusal is shown (a
+        field's words under the field, any other in words; ``saved`` says False)."""
+        try:
+            return await run_blocking(save, *args, **kw)
+        except ValidationError as exc:
+            self._show_field_errors(exc.fields)
+        except UserError as exc:
+            self._say_error(exc.user_message)
+        self.saved.emit(False)
+        return None
 
     def remove_collection(self) -> asyncio.Task[bool] | None:
         collection = self.selected

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QAbstractItemView, QLabel, QListWidget
+from PySide6.QtWidgets import QAbstractItemView, QHBoxLayout, QLabel, QListWidget, QWidget
 
-from desktop.ui.kit.widgets import plain_label
+from desktop.ui.kit.widgets import hbox, plain_label
 
 
 def one_line_list(name: str, accessible: str) -> QListWidget:
@@ -26,6 +26,15 @@ def fit_rows(view: QListWidget, most_rows: int, most_px: int = 10_000) -> None:
     rows = [view.sizeHintForRow(i) for i in range(min(view.count(), most_rows))]
     inner = sum(rows) if rows else view.fontMetrics().height() + 8
     view.setFixedHeight(min(most_px, inner + 2 * view.frameWidth() + 4))
+
+
+def button_row(*buttons: QWidget) -> QHBoxLayout:
+    """Buttons side by side from the left, the rest of the row empty."""
+    row = hbox(spacing=8)
+    for button in buttons:
+        row.addWidget(button)
+    row.addStretch(1)
+    return row
 
 
 def error_label() -> QLabel:

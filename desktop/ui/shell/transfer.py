@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from desktop.chat import file_places
-from desktop.chat.export import ExportError, import_conversations, write_export
+from desktop.chat.export import ExportError, import_into, write_export
 from desktop.chat.services import Services
 from desktop.ui.kit.async_door import run_blocking, start
 
@@ -82,14 +82,7 @@ def export_conversation(
 def _import_file(services: Services, path: str) -> list[int]:
     """Read and store an import (on a worker thread: its own connection, one transaction)."""
     data = _read_json(path)
-    return import_conversations(
-        data,
-        services.conversations,
-        services.stats,
-        services.agents,
-        services.attachments.store,
-        services.knowledge.store if services.knowledge is not None else None,
-    )
+    return import_into(services, data)
 
 
 def import_conversation(
