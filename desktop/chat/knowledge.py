@@ -39,6 +39,7 @@ from desktop.store.knowledge import Collection, KnowledgeStore, Source
 if TYPE_CHECKING:
     import numpy
 
+    from desktop.chat.stats_clock import StatsClock
     from desktop.knowledge import IndexControl, IndexProgress, IndexReport, KnowledgeIndex
     from desktop.local.catalog import ModelEntry
 
@@ -517,19 +518,29 @@ class KnowledgeService:
 
 
 async def retrieve(
-    knowledge: KnowledgeService | None, agent_id: int | None, question: str
+    knowledge: KnowledgeService | None,
+    agent_id: int | None,
+    question: str,
+    clock: StatsClock | None = None,
 ) -> tuple[Retrieval | None, str | None]:
     """The passages of an agent's collections for a question, found off the event loop, and
     what to tell the person (a collection not indexed yet; a search that failed: the
-    question then goes without passages). (None, None): the agent searches nothing."""
+    question then goes without passages). (None, None): the agent searches nothing. The
+    call's ``clock`` says "searching NAMES" meanwhile (the reply's waiting line)."""
     if knowledge is None or agent_id is None or not question.strip():
         return None, None
-    if not knowledge.agent_collections(agent_id):
+    collections = knowledge.agent_collections(agent_id)
+    if not collections:
         return None, None
+    if clock is not None:
+        clock.searching = "searching " + ", ".join(c.name for c in collections)
     try:
         found = await asyncio.to_thread(knowledge.retrieve_for, agent_id, question)
     except UserError as exc:
         return None, f"Knowledge was not searched: {exc.user_message}"
+    finally:
+        if clock is not None:
+            clock.searching = None
     if found is None:
         return None, None
     return found, " ".join(found.notices) or None

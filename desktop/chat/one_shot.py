@@ -161,7 +161,7 @@ async def call_once(
     try:
         try:
             request = await _with_attachments(deps, agent, request, attachments)
-            request = await _with_knowledge(deps, agent, request, found, notices)
+            request = await _with_knowledge(deps, agent, request, found, notices, call.clock)
             await call.open()
             finish = await call.stream(request, sink)
         finally:
@@ -190,6 +190,7 @@ async def _with_knowledge(
     request: ChatRequest,
     found: list[Retrieval],
     notices: list[str],
+    clock: StatsClock,
 ) -> ChatRequest:
     """The request with the passages of the agent's collections before its last question
     (numbered, with the request to cite them); ``found`` gets the search."""
@@ -197,7 +198,7 @@ async def _with_knowledge(
     if last is None:
         return request
     question = request.messages[last]
-    retrieval, notice = await retrieve(deps.knowledge, agent.id, question.content)
+    retrieval, notice = await retrieve(deps.knowledge, agent.id, question.content, clock)
     if notice:
         notices.append(notice)
     if retrieval is None:

@@ -532,7 +532,10 @@ class ChatService:
             return None  # "Continue" carries on the reply the passages went with
         question = self.conversations.message(turn.user_message_id)
         found, notice = await retrieve(
-            knowledge, turn.agent.id, question.content if question is not None else ""
+            knowledge,
+            turn.agent.id,
+            question.content if question is not None else "",
+            turn.clock,
         )
         if notice:
             turn.notice = notice

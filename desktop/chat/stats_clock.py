@@ -65,6 +65,9 @@ class StatsClock:
         self.queued_at: float | None = None
         self.queued_ms: float | None = None
         self.queue_reason = ""
+        # what the call waits for before it is made: "searching Notes" (an agent's knowledge
+        # search, ``chat/knowledge.retrieve``); None otherwise
+        self.searching: str | None = None
         self.prefill_progress: ev.PrefillProgress | None = None  # the latest, while it runs
         self.prefill_first: ev.PrefillProgress | None = None  # and when it came: the pace
         self.prefill_started: float | None = None
@@ -142,7 +145,9 @@ class StatsClock:
         waited = now - self.started
         since = f" · {waited:.0f} s" if waited >= 1 else ""
         progress = self.prefill_progress
-        if self.waiting_in_queue:
+        if self.searching:
+            what = self.searching
+        elif self.waiting_in_queue:
             what = f"queued: {self.queue_reason}"
         elif loading_model:
             what = "loading the model"

@@ -252,3 +252,28 @@ def test_a_call_outside_a_conversation_searches_too(services: Any, tmp_path: Pat
     assert [Path(s.path).name for s in shot.sources][:1] == ["cars.txt"]
     assert shot.stats is not None and shot.stats.retrieval_chunks == len(shot.sources)
     assert shot.stats.retrieval_tokens and shot.stats.retrieval_ms is not None
+
+
+def test_while_the_search_runs_the_reply_says_so(
+    services: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The waiting line of the window and of `simi ask` (``StatsClock.waiting_for``) names
+    the collections being searched, until the search ends."""
+    collection = indexed(services, tmp_path)
+    knowledge = services.knowledge
+    seen: list[str | None] = []
+    real = knowledge.retrieve_for
+
+    def watched(agent_id: int, question: str) -> Any:
+        seen.append(turn.clock.waiting_for(remote=True))  # the search runs now
+        return real(agent_id, question)
+
+    monkeypatch.setattr(knowledge, "retrieve_for", watched)
+    with FaultServer(lambda _r: Reply(body=ticking_tokens(1))) as server:
+        agent = remote(services, server)
+        knowledge.set_agent_collections(agent.id, [collection])
+        conv = services.conversations.create(agent.id)
+        turn = services.chat.begin(conv.id, agent, "the oil?")
+        asyncio.run(services.chat.run(turn))
+    assert seen == ["searching Notes"]
+    assert turn.clock.searching is None
