@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from desktop.cli_common import EXIT_ERROR, EXIT_OK, err
-from desktop.errors import ValidationError
+from desktop.errors import UserError, ValidationError
 
 
 def add_parser(sub: Any) -> None:
@@ -89,25 +89,31 @@ def run(services: Any, args: argparse.Namespace) -> int:
 def _list(knowledge: Any, as_json: bool) -> int:
     rows = []
     for collection in knowledge.collections():
-        state = knowledge.state(collection)
-        rows.append(
-            {
-                "name": collection.name,
-                "paths": list(collection.paths),
-                "embedder": collection.embedder,
-                "files": state.files,
-                "chunks": state.chunks,
-                "skipped": len(state.skipped),
-                "indexed_at": state.indexed_at,
-            }
-        )
+        row: dict[str, Any] = {
+            "name": collection.name,
+            "paths": list(collection.paths),
+            "embedder": collection.embedder,
+        }
+        try:
+            state = knowledge.state(collection)
+        except UserError as exc:  # a damaged index: said on its row, the others still listed
+            row |= {"files": 0, "chunks": 0, "skipped": 0, "indexed_at": None}
+            rows.append(row | {"problem": exc.user_message})
+            continue
+        row |= {
+            "files": state.files,
+            "chunks": state.chunks,
+            "skipped": len(state.skipped),
+            "indexed_at": state.indexed_at,
+        }
+        rows.append(row)
     if as_json:
         print(json.dumps(rows, indent=2))
         return EXIT_OK
     if not rows:
         print("No collections yet. Add one with: simi knowledge add NAME FOLDER")
     for row in rows:
-        when = row["indexed_at"] or "never indexed"
+        when = row.get("problem") or row["indexed_at"] or "never indexed"
         print(
             f"{row['name']}\t{_count(row['files'], 'file')}\t{_count(row['chunks'], 'passage')}"
             f"\t{when}\t{', '.join(row['paths'])}"

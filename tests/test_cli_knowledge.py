@@ -102,3 +102,17 @@ def test_ask_lists_the_sources_after_the_reply(
     record = json.loads(line.strip().splitlines()[-1])
     assert record["retrieval_chunks"] == len(record["sources"]) >= 1
     assert record["sources"][0]["path"] == str(root / "boat.md")
+
+
+def test_list_says_which_index_is_damaged_and_index_makes_it_anew(
+    cli_env: dict, simi_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = notes(tmp_path)
+    assert simi(capsys, "knowledge", "add", "Notes", str(root))[0] == 0
+    assert simi(capsys, "knowledge", "index", "Notes")[0] == 0
+    (index_file,) = (simi_home / "knowledge").glob("collection-*.sqlite")
+    index_file.write_bytes(b"garbage" * 1000)
+    code, out, _ = simi(capsys, "knowledge", "list")
+    assert code == 0 and "Notes\t0 files\t0 passages\tThe collection's index is damaged" in out
+    code, out, _ = simi(capsys, "knowledge", "index", "Notes")
+    assert code == 0 and "Indexed “Notes”: 2 files" in out

@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 import math
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -72,6 +73,12 @@ EMBEDDING_ARCHITECTURES = frozenset(
         "eurobert",
         "gemma-embedding",
     }
+)
+
+
+DAMAGED = (
+    "The collection's index is damaged or unreadable: index it again (Index now, or simi "
+    "knowledge index) and it is made anew from the files."
 )
 
 
@@ -335,7 +342,20 @@ class KnowledgeService:
         from desktop.knowledge import KnowledgeIndex
 
         self.folder.mkdir(parents=True, exist_ok=True)
-        index = KnowledgeIndex(self.index_path(collection), self._embedder(collection))
+        path = self.index_path(collection)
+        embedder = self._embedder(collection)
+        try:
+            index = KnowledgeIndex(path, embedder)
+        except sqlite3.DatabaseError:
+            # the index is made from the files: a damaged one is set aside and made again
+            log.warning("the index of a collection was damaged; indexing it from scratch")
+            if collection.id is not None:
+                self._forget(collection.id)
+            damaged = path.with_name(path.name + ".damaged")
+            for part in _index_files(path):
+                if part.exists():
+                    part.replace(damaged if part == path else part.with_name(part.name + ".old"))
+            index = KnowledgeIndex(path, embedder)
         try:
             return index.sync([Path(p) for p in collection.paths], control, progress)
         finally:
@@ -348,13 +368,17 @@ class KnowledgeService:
             return CollectionState(collection, 0, 0, (), None)
         from desktop.knowledge import KnowledgeIndex
 
-        index = KnowledgeIndex(path)
         try:
-            files, chunks = index.counts()
-            skipped = tuple((s.path, s.reason) for s in index.skipped())
-            return CollectionState(collection, files, chunks, skipped, index.last_indexed_at())
-        finally:
-            index.close()
+            index = KnowledgeIndex(path)
+            try:
+                files, chunks = index.counts()
+                skipped = tuple((s.path, s.reason) for s in index.skipped())
+                when = index.last_indexed_at()
+            finally:
+                index.close()
+        except sqlite3.DatabaseError as exc:
+            raise KnowledgeError(DAMAGED) from exc
+        return CollectionState(collection, files, chunks, skipped, when)
 
     def folders(self, collection: Collection) -> list[str]:
         """The folders of a collection's indexed files (blocking: reads its index); [] when it
@@ -391,6 +415,18 @@ class KnowledgeService:
         return self.search(collections, query)
 
     def _search_here(self, collections: list[Collection], query: str, k: int) -> Retrieval:
+        try:
+            return self._search_all(collections, query, k)
+        except sqlite3.DatabaseError as exc:
+            log.warning("a collection's index could not be searched: %s", exc)
+            for collection in collections:  # opened again next time
+                kept = self._open.pop(collection.id or -1, None)
+                if kept is not None:
+                    with contextlib.suppress(Exception):
+                        kept[0].close()
+            raise KnowledgeError(DAMAGED) from exc
+
+    def _search_all(self, collections: list[Collection], query: str, k: int) -> Retrieval:
         embed_ms = search_ms = read_ms = 0.0
         found: list[tuple[float, Collection, Any]] = []
         notices: list[str] = []

@@ -277,3 +277,41 @@ def test_while_the_search_runs_the_reply_says_so(
         asyncio.run(services.chat.run(turn))
     assert seen == ["searching Notes"]
     assert turn.clock.searching is None
+
+
+def test_a_damaged_index_is_said_in_words_and_made_anew_by_the_next_index(
+    services: Any, tmp_path: Path
+) -> None:
+    """The index file overwritten with garbage (a disk error, a sync tool): the turn goes on
+    without passages and says why, the state says it in words, and indexing again sets the
+    damaged file aside and builds a new one from the files."""
+    from desktop.chat.knowledge import DAMAGED, KnowledgeError
+
+    knowledge = services.knowledge
+    collection = indexed(services, tmp_path)
+    index_file = knowledge.index_path(collection)
+    knowledge.search([collection], "tyres")  # open on the search thread, as after a turn
+    knowledge.update(collection, name="Notes")  # (an edit closes it there)
+    index_file.write_bytes(b"this is not a database" * 500)
+    for extra in (index_file.with_name(index_file.name + "-wal"),):
+        extra.unlink(missing_ok=True)
+    with pytest.raises(KnowledgeError) as said:
+        knowledge.search([collection], "tyres")
+    assert said.value.user_message == DAMAGED
+    with pytest.raises(KnowledgeError):
+        knowledge.state(collection)
+
+    with FaultServer(lambda _r: Reply(body=ticking_tokens(1))) as server:
+        agent = remote(services, server)
+        knowledge.set_agent_collections(agent.id, [collection])
+        conv = services.conversations.create(agent.id)
+        done = asyncio.run(services.chat.run(services.chat.begin(conv.id, agent, "tyres?")))
+        (request,) = server.requests
+    assert done.status == "complete" and user_text(request.json()) == "tyres?"
+    assert done.notice == f"Knowledge was not searched: {DAMAGED}"
+
+    report = knowledge.index(collection)
+    assert (report.files, report.added) == (2, 2)
+    assert index_file.with_name(index_file.name + ".damaged").exists()
+    found = knowledge.search([collection], "tyres")
+    assert [Path(s.path).name for s in found.sources] == ["cars.txt"]
