@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import math
 import sqlite3
@@ -358,6 +359,8 @@ class KnowledgeService:
             index = KnowledgeIndex(path, embedder)
         try:
             return index.sync([Path(p) for p in collection.paths], control, progress)
+        except (sqlite3.OperationalError, OSError) as exc:  # the index could not be written
+            raise KnowledgeError(_not_written(collection, exc)) from exc
         finally:
             index.close()
 
@@ -580,6 +583,22 @@ async def retrieve(
     if found is None:
         return None, None
     return found, " ".join(found.notices) or None
+
+
+def _not_written(collection: Collection, exc: BaseException) -> str:
+    """Why indexing stopped, in words; what was indexed before is kept either way (a
+    transaction per file)."""
+    full = getattr(exc, "errno", None) == errno.ENOSPC or "full" in str(exc).lower()
+    if full:
+        return (
+            f"The disk is full: indexing “{collection.name}” stopped. What was indexed is "
+            "kept; free some space and index again to go on."
+        )
+    detail = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    return (
+        f"Indexing “{collection.name}” stopped: its index could not be written ({detail}). "
+        "What was indexed is kept."
+    )
 
 
 def _opt(value: object) -> str | None:

@@ -10,6 +10,7 @@ embedding model has tests of its own (tests/local/test_embedder.py, tests/knowle
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -315,3 +316,32 @@ def test_a_damaged_index_is_said_in_words_and_made_anew_by_the_next_index(
     assert index_file.with_name(index_file.name + ".damaged").exists()
     found = knowledge.search([collection], "tyres")
     assert [Path(s.path).name for s in found.sources] == ["cars.txt"]
+
+
+def test_a_full_disk_stops_indexing_in_words_and_keeps_what_was_done(
+    services: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite's "database or disk is full" on the second file written (fault injection: it
+    stands in for a disk that fills up while indexing): the run stops with words that say
+    what to do, the first file stays indexed, and the next run goes on."""
+    from desktop.chat.knowledge import KnowledgeError
+    from desktop.knowledge.index import KnowledgeIndex
+
+    knowledge = services.knowledge
+    collection = knowledge.create("Notes", [folder(tmp_path)])
+    real = KnowledgeIndex._write_file
+    writes: list[int] = []
+
+    def filling(self: Any, *args: Any, **kwargs: Any) -> Any:
+        writes.append(1)
+        if len(writes) == 2:
+            raise sqlite3.OperationalError("database or disk is full")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(KnowledgeIndex, "_write_file", filling)
+    with pytest.raises(KnowledgeError) as said:
+        knowledge.index(collection)
+    assert said.value.user_message.startswith("The disk is full: indexing “Notes” stopped.")
+    assert knowledge.state(collection).files == 1
+    monkeypatch.undo()
+    assert knowledge.index(collection).added == 1
