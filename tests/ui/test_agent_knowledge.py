@@ -131,3 +131,20 @@ def test_without_the_knowledge_service_there_is_no_section(
     dialog = AgentEditorDialog(services.agents, services.secrets, services.agents.by_name(STARTER))
     qtbot.addWidget(dialog)
     assert dialog.knowledge_section is None
+
+
+def test_the_chat_header_says_which_collections_the_agent_searches(
+    qtbot: Any, services: Any, window: Any, tmp_path: Path
+) -> None:
+    """Read off the GUI thread when the agent is shown; taken off when it searches none."""
+    (notes,) = _collections(services, tmp_path, "Notes")
+    starter = services.agents.by_name(STARTER)
+    subtitle = window.pane.header_subtitle
+    assert "searches" not in subtitle.text()
+    services.knowledge.set_agent_collections(starter.id, [notes])
+    window.pane.set_agent(starter)  # as after the editor saved it
+    qtbot.waitUntil(lambda: "· searches Notes" in subtitle.text(), timeout=10_000)
+    assert "Searches its knowledge collections: Notes" in subtitle.toolTip()
+    services.knowledge.set_agent_collections(starter.id, [])
+    window.reload_agents()  # as after the editor saved it with only its collections changed
+    qtbot.waitUntil(lambda: "searches" not in subtitle.text(), timeout=10_000)

@@ -88,6 +88,9 @@ class ConversationPane(QWidget):
         self._composer_shown = True  # set_composer_visible
         self._note = ""  # words for the composer's hint until the next edit (say_in_composer)
         self._path_load = 0  # show_path calls so far: only the latest one's branch is shown
+        # agent id -> the knowledge collections it searches, by name (read off the GUI thread
+        # each time the agent is shown: an edit in the editor or the CLI shows at once)
+        self._searches: dict[int, tuple[str, ...]] = {}
         # Where the end of a reply is shown (its final render, the stats footer): at once, or,
         # for a host that ends several replies together (the compare view), in its queue.
         self.finish_later: Callable[[Callable[[], None]], None] = _at_once
@@ -234,6 +237,10 @@ class ConversationPane(QWidget):
             note = agent_status.model_note(self.services.local, agent)
             text = agent_status.subtitle(self.services.local, agent)
             whole = agent_status.subtitle(self.services.local, agent, full=True)
+            searched = self._searches.get(agent.id or 0)
+            if searched:  # it answers with passages of these
+                text += " · searches " + ", ".join(searched)
+                whole += "\nSearches its knowledge collections: " + ", ".join(searched)
             self.header_subtitle.setText(f"{text} · {note}" if note else text)
             self.header_subtitle.setToolTip(f"{whole}\n{note}" if note else whole)
         self.presenter.show_idle_status()
@@ -257,9 +264,34 @@ class ConversationPane(QWidget):
             self.transcript.set_agent_name(self._shown_name or agent.name)
             self.refresh_header()
             self._read_model_header(agent)
+            self._read_collections(agent)
             self.files.row.refresh_tokens()
         self._update_send_enabled()
         self.check_fit()
+
+    def reread_collections(self) -> None:
+        """The agents were edited (their collections may have changed with nothing else)."""
+        if self.agent is not None:
+            self._read_collections(self.agent)
+
+    def _read_collections(self, agent: Agent) -> None:
+        """Which knowledge collections the agent searches, read off the GUI thread, then said
+        in the header."""
+        knowledge = getattr(self.services, "knowledge", None)
+        if knowledge is None or agent.id is None:
+            return
+        agent_id = agent.id
+
+        async def read() -> None:
+            with contextlib.suppress(Exception):  # the store went away: the header says less
+                found = await run_blocking(knowledge.agent_collections, agent_id)
+                names = tuple(c.name for c in found)
+                if self._searches.get(agent_id, ()) != names:
+                    self._searches[agent_id] = names
+                    if self.agent is not None and self.agent.id == agent_id:
+                        self.refresh_header()
+
+        start(read(), name="pane: an agent's collections")
 
     def _read_model_header(self, agent: Agent) -> None:
         """Read a local agent's GGUF header off the GUI thread, then say what it tells."""

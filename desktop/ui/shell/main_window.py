@@ -479,6 +479,7 @@ class MainWindow(QMainWindow):
         by_id = {a.id: a for a in agents if a.id is not None}
         for pane in self.panes:
             pane.presenter.refresh_agent(by_id)
+            pane.reread_collections()  # a knowledge collection ticked or not, nothing else
         if self.page_built("compare"):
             self.compare_page.refresh_agents(by_id)
         new = self.pane_stack.new_pane
