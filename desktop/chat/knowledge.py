@@ -6,7 +6,7 @@
   which agents search which;
 - ``index``: a collection's folders read into its index (``desktop/knowledge``), blocking,
   with progress, pause and cancel (the window runs it on a worker thread);
-- ``search`` / ``retrieve_for``: the best passages of one or more collections for a
+- ``search`` / ``retrieve``: the best passages of one or more collections for a
   question, timed in its parts (embedding the question, ranking, reading the passages);
 - ``Retrieval.prompt``: the question as the model gets it, the passages numbered before it
   and the request to cite them as [1], [2].
@@ -407,16 +407,6 @@ class KnowledgeService:
             raise KnowledgeError("Knowledge search is closed.")
         return self._searcher.submit(self._search_here, list(collections), query, k).result()
 
-    def retrieve_for(self, agent_id: int | None, query: str) -> Retrieval | None:
-        """The passages for an agent's question (None: the agent searches no collection, or
-        the question has no words)."""
-        if agent_id is None or not query.strip():
-            return None
-        collections = self.agent_collections(agent_id)
-        if not collections:
-            return None
-        return self.search(collections, query)
-
     def _search_here(self, collections: list[Collection], query: str, k: int) -> Retrieval:
         try:
             return self._search_all(collections, query, k)
@@ -574,14 +564,12 @@ async def retrieve(
     if clock is not None:
         clock.searching = "searching " + ", ".join(c.name for c in collections)
     try:
-        found = await asyncio.to_thread(knowledge.retrieve_for, agent_id, question)
+        found = await asyncio.to_thread(knowledge.search, collections, question)
     except UserError as exc:
         return None, f"Knowledge was not searched: {exc.user_message}"
     finally:
         if clock is not None:
             clock.searching = None
-    if found is None:
-        return None, None
     return found, " ".join(found.notices) or None
 
 

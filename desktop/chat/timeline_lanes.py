@@ -107,14 +107,8 @@ def retrieval_lane(row: dict[str, Any]) -> Builder:
     """A call whose agent searches knowledge collections: the search's lane, from Send (its
     three parts, each when measured); the call's own lane starts where it ends."""
     lane = Builder()
-    retrieval_start(row, lane)
-    return lane
-
-
-def retrieval_start(row: dict[str, Any], lane: Builder) -> None:
-    """The search's parts, laid on ``lane`` (in the retrieval lane)."""
     if as_float(row.get("retrieval_ms")) is None:
-        return
+        return lane
     chunks = as_int(row.get("retrieval_chunks")) or 0
     embed = as_float(row.get("retrieval_embed_ms"))
     lane.add(
@@ -146,6 +140,7 @@ def retrieval_start(row: dict[str, Any], lane: Builder) -> None:
         description=f"Reading the {num(chunks)} chosen passage{'' if chunks == 1 else 's'} "
         f"from the index took {ms_text(read or 0)}.",
     )
+    return lane
 
 
 # local ----------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -25,8 +25,10 @@ import numpy.typing as npt
 F32 = npt.NDArray[np.float32]
 
 
+@runtime_checkable
 class Embedder(Protocol):
-    """What makes vectors of texts (in the app: an embedding model run by llama.cpp).
+    """What makes vectors of texts (in the app: ``local/embedder.py`` ``LocalEmbedder``, an
+    embedding model run by llama.cpp in its own process, which has this shape).
 
     ``name`` is the model's identity, stored in the index: another name means every vector is
     made again. ``embed`` is blocking and returns float32 ``(len(texts), dims)``."""

@@ -20,10 +20,8 @@ import itertools
 import logging
 import multiprocessing
 import queue
-import sys
 import threading
 import time
-import types
 from collections.abc import AsyncIterator, Callable
 from multiprocessing.reduction import ForkingPickler
 from typing import Any, Literal
@@ -34,7 +32,7 @@ from desktop.llm.events import Queued, StreamEvent, Timing
 from desktop.llm.provider import ChatRequest
 from desktop.local.loading import LoadParams
 from desktop.local.placement import LoadReport
-from desktop.local.worker import received, worker_main
+from desktop.local.worker import bare_main_module, received, worker_main
 
 log = logging.getLogger("simi.local")
 _worker_log = logging.getLogger("simi.local.worker")
@@ -179,7 +177,7 @@ class WorkerClient:
             name="simi-llama-worker",
             daemon=True,
         )
-        with _bare_main_module():
+        with bare_main_module():
             process.start()
         child.close()
         self._generation += 1
@@ -480,22 +478,6 @@ class WorkerClient:
             log.warning("llama.cpp worker did not stop within %.1f s; killing it", CANCEL_GRACE_S)
             await asyncio.to_thread(self.kill)
             self._set_state("unloaded", "stopped and will reload")
-
-
-@contextlib.contextmanager
-def _bare_main_module() -> Any:
-    """Start the worker without re-running the parent's ``__main__`` in it.
-
-    The worker needs nothing from it, and spawn's default of importing it breaks hosts whose
-    main cannot be re-run: scripts without a main guard, stdin, notebooks.
-    """
-    main = sys.modules.get("__main__")
-    sys.modules["__main__"] = types.ModuleType("__main__")
-    try:
-        yield
-    finally:
-        if main is not None:
-            sys.modules["__main__"] = main
 
 
 def _death_message(exitcode: int | None, text_seen: bool) -> str:

@@ -21,7 +21,7 @@ import time
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
@@ -35,18 +35,6 @@ EMBED_TIMEOUT_S = 600.0  # one call; a worker silent this long is killed
 CLOSE_GRACE_S = 3.0
 POLL_S = 0.1  # how often a wait checks that the worker is alive
 HASHED_BYTES = 1 << 20
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """What knowledge collections embed with."""
-
-    name: str  # the identity stored in an index (see the module's docstring)
-    dims: int
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """float32 ``(len(texts), dims)``, rows L2-normalised; blocking."""
-        ...
 
 
 class EmbedderError(UserError):
@@ -112,9 +100,9 @@ class LocalEmbedder:
         worker that stopped or did not load within ``timeout`` seconds."""
         import multiprocessing
 
-        from desktop.local.client import _bare_main_module
         from desktop.local.embed_worker import embed_worker_main
         from desktop.local.loading import check_gguf_file
+        from desktop.local.worker import bare_main_module
 
         path = Path(model_path).expanduser()
         try:
@@ -136,7 +124,7 @@ class LocalEmbedder:
             name="simi-embed-worker",
             daemon=True,
         )
-        with _bare_main_module():
+        with bare_main_module():
             process.start()
         child.close()
         try:

@@ -38,7 +38,9 @@ import contextlib
 import logging
 import os
 import signal
+import sys
 import threading
+import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -48,6 +50,23 @@ log = logging.getLogger("simi.local.worker")
 
 # These are the error kinds the app knows how to rebuild (desktop.local.client).
 REBUILDABLE = ("context_too_long", "local_model")
+
+
+@contextlib.contextmanager
+def bare_main_module() -> Iterator[None]:
+    """Start a worker (the chat one, the embedding one) without re-running the parent's
+    ``__main__`` in it.
+
+    The worker needs nothing from it, and spawn's default of importing it breaks hosts whose
+    main cannot be re-run: scripts without a main guard, stdin, notebooks.
+    """
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
 
 
 class SharedFlag:

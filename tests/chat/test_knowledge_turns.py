@@ -263,13 +263,13 @@ def test_while_the_search_runs_the_reply_says_so(
     collection = indexed(services, tmp_path)
     knowledge = services.knowledge
     seen: list[str | None] = []
-    real = knowledge.retrieve_for
+    real = knowledge.search
 
-    def watched(agent_id: int, question: str) -> Any:
+    def watched(collections: Any, question: str) -> Any:
         seen.append(turn.clock.waiting_for(remote=True))  # the search runs now
-        return real(agent_id, question)
+        return real(collections, question)
 
-    monkeypatch.setattr(knowledge, "retrieve_for", watched)
+    monkeypatch.setattr(knowledge, "search", watched)
     with FaultServer(lambda _r: Reply(body=ticking_tokens(1))) as server:
         agent = remote(services, server)
         knowledge.set_agent_collections(agent.id, [collection])

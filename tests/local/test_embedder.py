@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 from desktop.errors import UserError
-from desktop.local.embedder import Embedder, EmbedderError, LocalEmbedder, model_identity
+from desktop.knowledge import Embedder
+from desktop.local.embedder import EmbedderError, LocalEmbedder, model_identity
 from desktop.local.starter import starter_model_path
 from tests.helpers import gguf_files
 

@@ -45,7 +45,7 @@ _KIND_COLORS = {
         # an agentic turn's lane (chat/turn_timeline.py): a model call, a tool call
         "call": "#4f46e5",
         "tool": "#0d9488",
-        # a knowledge search before the call (chat/timeline_lanes.py retrieval_start)
+        # a knowledge search before the call (chat/timeline_lanes.py retrieval_lane)
         "retrieval": "#b45309",
     },
     True: {
