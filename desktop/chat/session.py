@@ -11,14 +11,14 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from desktop.chat import one_shot
 from desktop.chat.agents import AgentService
 from desktop.chat.attachments import MessageParts, parts_of, vision_problem, with_parts
 from desktop.chat.call import CallDeps, CallSink, ModelCall
 from desktop.chat.call_stats import CallStats
-from desktop.chat.knowledge import retrieve
+from desktop.chat.knowledge import KnowledgeService, Retrieval, retrieve
 from desktop.chat.one_shot import OneShot
 from desktop.chat.price_book import PriceBook, refuse_on_loop
 from desktop.chat.providers import ProviderFactory
@@ -44,9 +44,6 @@ from desktop.store.conversations import ConversationStore, Message
 from desktop.store.knowledge import Source
 from desktop.store.stats import StatsStore
 from desktop.store.tool_steps import ToolStep
-
-if TYPE_CHECKING:
-    from desktop.chat.knowledge import KnowledgeService, Retrieval
 
 log = logging.getLogger("simi.chat")
 

@@ -136,7 +136,7 @@ class KnowledgePage(QWidget):
         split = QSplitter(Qt.Orientation.Horizontal)
         split.setObjectName("KnowledgeSplit")
         split.setChildrenCollapsible(False)
-        split.addWidget(self._buildone_line_list())
+        split.addWidget(self._build_list())
         split.addWidget(self._build_details())
         split.setStretchFactor(0, 0)
         split.setStretchFactor(1, 1)
@@ -152,7 +152,7 @@ class KnowledgePage(QWidget):
         self.read_models()
 
     # building ------------------------------------------------------------------------------
-    def _buildone_line_list(self) -> QWidget:
+    def _build_list(self) -> QWidget:
         side = QWidget()
         side.setObjectName("KnowledgeSide")
         layout = vbox(side, (0, 0, 8, 0), 8)
@@ -365,7 +365,7 @@ class KnowledgePage(QWidget):
                 break
         self.collections = [c for c, _ in found]
         self.states = {c.id: state for c, state in found if c.id is not None}
-        self._fillone_line_list()
+        self._fill_list()
         self.loaded.emit()
 
     def _read_all(self) -> list[tuple[Collection, CollectionState | str]]:
@@ -384,7 +384,7 @@ class KnowledgePage(QWidget):
         except (OSError, sqlite3.Error) as exc:
             return f"Its index could not be read ({exc})."
 
-    def _fillone_line_list(self) -> None:
+    def _fill_list(self) -> None:
         keep = self.selected_id
         self.list.blockSignals(True)
         self.list.clear()
@@ -584,7 +584,7 @@ class KnowledgePage(QWidget):
         self._clear_errors()
         if self.selected_id is None and self.collections:
             self.selected_id = self.collections[0].id
-        self._fillone_line_list()
+        self._fill_list()
 
     def create_collection(self) -> asyncio.Task[bool]:
         name, paths, embedder = self.name.text(), list(self._new_paths), self._new_embedder
@@ -602,7 +602,7 @@ class KnowledgePage(QWidget):
         self._clear_errors()
         self.selected_id = made.id
         self.collections = [*[c for c in self.collections if c.id != made.id], made]
-        self._fillone_line_list()
+        self._fill_list()
         self.status.emit(f"Created the collection “{made.name}”; indexing it.")
         self.saved.emit(True)
         self._index(made)
