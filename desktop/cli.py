@@ -493,18 +493,17 @@ def _conversation_or_fail(services: Any, ref: str) -> Any:
 
 
 def _export(services: Any, args: argparse.Namespace) -> int:
-    from desktop.chat.export import dumps, to_json, to_markdown, write_export
+    from desktop.chat.export import Stores, dumps, to_json, to_markdown, write_export
 
     conv = _conversation_or_fail(services, args.conversation)
-    store = services.attachments.store
-    sources = services.knowledge.store if services.knowledge is not None else None
+    stores = Stores.of(services)
     if args.output:
         from pathlib import Path
 
         try:
             written = write_export(
-                services.conversations, services.stats, conv.id, args.format, Path(args.output),
-                store, sources,
+                stores.conversations, stores.stats, conv.id, args.format, Path(args.output),
+                stores.attachments, stores.knowledge,
             )  # fmt: skip
         except OSError as exc:
             raise UserError(f"Cannot write {args.output}: {exc.strerror or exc}.") from exc
@@ -512,11 +511,9 @@ def _export(services: Any, args: argparse.Namespace) -> int:
         print(f"Wrote “{conv.title}” to {args.output}{also}.", file=sys.stderr)
         return EXIT_OK
     if args.format == "json":
-        text = dumps(to_json(services.conversations, services.stats, conv.id, store, sources))
+        text = dumps(to_json(stores, conv.id))
     else:  # standard output: attachments are named, with no files to link to
-        text = to_markdown(
-            services.conversations, services.stats, conv.id, store, knowledge=sources
-        )
+        text = to_markdown(stores, conv.id)
     sys.stdout.write(text)
     return EXIT_OK
 

@@ -35,7 +35,7 @@ from desktop.chat.attachments import safe_file_name
 from desktop.errors import UserError
 from desktop.store.agents import Agent
 from desktop.store.attachments import Attachment, AttachmentStore
-from desktop.store.conversations import MESSAGE_STATUSES, ConversationStore, Message
+from desktop.store.conversations import MESSAGE_STATUSES, Conversation, ConversationStore, Message
 from desktop.store.knowledge import KnowledgeStore, Source
 from desktop.store.stats import STATS_COLUMNS, StatsStore
 
@@ -53,6 +53,32 @@ _LOCAL_STATS_KEYS = {"id", "message_id", "conversation_id", "agent_id"}
 
 class _Agents(Protocol):
     def list(self) -> list[Agent]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Stores:
+    """What an export reads and an import writes: the conversations and their stats, and,
+    where given, the messages' files (``attachments``), the replies' sources (``knowledge``)
+    and the agents an import links messages to by name (``agents``). Without one, what it
+    holds is left out."""
+
+    conversations: ConversationStore
+    stats: StatsStore
+    attachments: AttachmentStore | None = None
+    knowledge: KnowledgeStore | None = None
+    agents: _Agents | None = None
+
+    @classmethod
+    def of(cls, services: Services) -> Stores:
+        """The app's stores: its agents, files and knowledge sources (the CLI, the window)."""
+        knowledge = services.knowledge.store if services.knowledge is not None else None
+        return cls(
+            services.conversations,
+            services.stats,
+            services.attachments.store,
+            knowledge,
+            services.agents,
+        )
 
 
 class ExportError(UserError):
@@ -87,33 +113,43 @@ def _attachment_json(store: AttachmentStore, a: Attachment) -> dict[str, Any]:
     }
 
 
-def _sources(
-    knowledge: KnowledgeStore | None, messages: Iterable[Message]
-) -> dict[int, list[Source]]:
-    """message id -> the passages the reply was given (none without the store)."""
-    if knowledge is None:
-        return {}
-    return knowledge.sources_of(m.id for m in messages if m.role == "assistant")
-
-
-def to_json(
-    conversations: ConversationStore,
-    stats: StatsStore,
-    conversation_id: int,
-    attachments: AttachmentStore | None = None,
-    knowledge: KnowledgeStore | None = None,
-) -> dict[str, Any]:
-    """Every version and branch of the conversation, with stats; with ``attachments`` (the
-    store), each message's attached files too (base64); with ``knowledge`` (the store), each
-    reply's sources."""
-    conv = conversations.get(conversation_id)
+def _conversation(stores: Stores, conversation_id: int) -> Conversation:
+    conv = stores.conversations.get(conversation_id)
     if conv is None:
         raise ExportError(f"There is no conversation {conversation_id}.")
-    messages = conversations.all_messages(conversation_id)
-    per_message = stats.for_messages([m.id for m in messages if m.role == "assistant"])
-    active = [m.id for m in conversations.messages(conversation_id)]
-    files = attachments.of_messages(m.id for m in messages) if attachments is not None else {}
-    sources = _sources(knowledge, messages)
+    return conv
+
+
+@dataclass(frozen=True, slots=True)
+class _Beside:
+    """What an export shows beside the messages, by message id: each reply's stats (its last
+    call), each message's files (none without the attachment store), each reply's sources
+    (none without the knowledge store)."""
+
+    stats: dict[int, dict[str, Any]]
+    files: dict[int, list[Attachment]]
+    sources: dict[int, list[Source]]
+
+
+def _beside(stores: Stores, messages: Sequence[Message]) -> _Beside:
+    replies = [m.id for m in messages if m.role == "assistant"]
+    attachments, knowledge = stores.attachments, stores.knowledge
+    return _Beside(
+        stores.stats.for_messages(replies),
+        attachments.of_messages(m.id for m in messages) if attachments is not None else {},
+        knowledge.sources_of(replies) if knowledge is not None else {},
+    )
+
+
+def to_json(stores: Stores, conversation_id: int) -> dict[str, Any]:
+    """Every version and branch of the conversation, with stats; with the attachment store,
+    each message's attached files too (base64); with the knowledge store, each reply's
+    sources."""
+    conv = _conversation(stores, conversation_id)
+    messages = stores.conversations.all_messages(conversation_id)
+    active = [m.id for m in stores.conversations.messages(conversation_id)]
+    beside = _beside(stores, messages)
+    attachments, files, sources = stores.attachments, beside.files, beside.sources
     rows: list[dict[str, Any]] = [
         {
             "id": m.id,
@@ -129,7 +165,7 @@ def to_json(
             "model": m.model,
             "created_at": m.created_at,
             "updated_at": m.updated_at,
-            "stats": _stats_public(per_message.get(m.id)),
+            "stats": _stats_public(beside.stats.get(m.id)),
         }
         for m in messages
     ]
@@ -245,28 +281,18 @@ def _source_lines(sources: Sequence[Source]) -> list[str]:
     return [*lines, ""]
 
 
-def to_markdown(
-    conversations: ConversationStore,
-    stats: StatsStore,
-    conversation_id: int,
-    attachments: AttachmentStore | None = None,
-    files_folder: str | None = None,
-    knowledge: KnowledgeStore | None = None,
-) -> str:
+def to_markdown(stores: Stores, conversation_id: int, files_folder: str | None = None) -> str:
     """The active branch as a readable document: headings per speaker, thinking folded. With
-    ``attachments`` (the store) each message lists its files, linked into ``files_folder``
-    (a folder beside the document, as ``write_export`` fills it) when given; with
-    ``knowledge`` (the store) each reply lists its sources under its text."""
+    the attachment store each message lists its files, linked into ``files_folder`` (a folder
+    beside the document, as ``write_export`` fills it) when given; with the knowledge store
+    each reply lists its sources under its text."""
     from desktop.chat.format import stats_line  # Qt-free, shared with the window's footer
 
-    conv = conversations.get(conversation_id)
-    if conv is None:
-        raise ExportError(f"There is no conversation {conversation_id}.")
-    path = conversations.messages(conversation_id)
-    per_message = stats.for_messages([m.id for m in path if m.role == "assistant"])
-    files = attachments.of_messages(m.id for m in path) if attachments is not None else {}
+    conv = _conversation(stores, conversation_id)
+    path = stores.conversations.messages(conversation_id)
+    beside = _beside(stores, path)
+    files, sources = beside.files, beside.sources
     names = file_names(a for m in path for a in files.get(m.id, ()))
-    sources = _sources(knowledge, path)
     out = [f"# {conv.title or 'Conversation'}", ""]
     for m in path:
         out += [f"## {_speaker(m)}", ""]
@@ -289,7 +315,7 @@ def to_markdown(
             out += [f"> **Error:** {m.error_text or 'the reply failed'}", ""]
         if m.id in sources:
             out += _source_lines(sources[m.id])
-        line = stats_line(per_message.get(m.id))
+        line = stats_line(beside.stats.get(m.id))
         if line:
             out += [f"<sub>{line}</sub>", ""]
     return "\n".join(out).rstrip() + "\n"
@@ -307,11 +333,12 @@ def write_export(
     """Write the conversation to ``target`` as Markdown ("md") or JSON: a Markdown file's
     attachments go into ``<name>_files/`` beside it (replaced if it is there), linked by
     relative path; with ``knowledge`` (the store) the replies' sources go in too. Returns what
-    was written (the file, then the folder when there is one)."""
+    was written (the file, then the folder when there is one). The stores come one by one, as
+    the window's File → Export (``ui/shell/transfer.py``) passes them."""
+    stores = Stores(conversations, stats, attachments, knowledge)
     target = Path(target)
     if fmt != "md":
-        data = to_json(conversations, stats, conversation_id, attachments, knowledge)
-        target.write_text(dumps(data), encoding="utf-8")
+        target.write_text(dumps(to_json(stores, conversation_id)), encoding="utf-8")
         return [target]
     written = [target]
     folder_name = f"{target.stem}_files"
@@ -319,14 +346,7 @@ def write_export(
     if attachments is not None:
         path = conversations.messages(conversation_id)
         used = [a for items in attachments.of_messages(m.id for m in path).values() for a in items]
-    text = to_markdown(
-        conversations,
-        stats,
-        conversation_id,
-        attachments,
-        folder_name if used else None,
-        knowledge,
-    )
+    text = to_markdown(stores, conversation_id, folder_name if used else None)
     if used:
         assert attachments is not None
         folder = target.parent / folder_name
@@ -346,27 +366,13 @@ def write_export(
     return written
 
 
-def from_json(
-    data: Any,
-    conversations: ConversationStore,
-    stats: StatsStore,
-    agents: _Agents | None = None,
-    attachments: AttachmentStore | None = None,
-    knowledge: KnowledgeStore | None = None,
-) -> int:
+def from_json(data: Any, stores: Stores) -> int:
     """Import one conversation written by ``to_json``; returns the new conversation's id.
     All or nothing (``import_conversations``)."""
-    return _import([data], conversations, stats, agents, attachments, knowledge, several=False)[0]
+    return _import([data], stores, several=False)[0]
 
 
-def import_conversations(
-    data: Any,
-    conversations: ConversationStore,
-    stats: StatsStore,
-    agents: _Agents | None = None,
-    attachments: AttachmentStore | None = None,
-    knowledge: KnowledgeStore | None = None,
-) -> list[int]:
+def import_conversations(data: Any, stores: Stores) -> list[int]:
     """Import a file's JSON: one conversation written by ``to_json``, or a list of them; returns
     the new conversations' ids in the file's order.
 
@@ -377,30 +383,23 @@ def import_conversations(
     order before the first write, and the cost is linear in messages (one INSERT per message and
     stats row; a message listed before its parent waits for it, no pass over the rest).
 
-    With ``attachments`` (the store) the messages' files are stored again (each once; a file
-    whose bytes do not match its SHA-256 stops the import); without it they are left out. With
-    ``knowledge`` (the store) the replies' sources are stored again (in the same transaction);
-    without it they are left out. A malformed file or source stops the import either way.
+    With the attachment store the messages' files are stored again (each once; a file whose
+    bytes do not match its SHA-256 stops the import); without it they are left out. With the
+    knowledge store the replies' sources are stored again (in the same transaction); without
+    it they are left out. With the agents, a message is linked to the agent of its name. A
+    malformed file or source stops the import either way.
     """
     if isinstance(data, list):
         if not data:
             raise ExportError("This file holds no conversation.")
-        return _import(data, conversations, stats, agents, attachments, knowledge, several=True)
-    return _import([data], conversations, stats, agents, attachments, knowledge, several=False)
+        return _import(data, stores, several=True)
+    return _import([data], stores, several=False)
 
 
 def import_into(services: Services, data: Any) -> list[int]:
     """``import_conversations`` into the app's stores: its agents, files and knowledge sources
     (the CLI's ``simi import`` and the window's Import)."""
-    knowledge = services.knowledge.store if services.knowledge is not None else None
-    return import_conversations(
-        data,
-        services.conversations,
-        services.stats,
-        services.agents,
-        services.attachments.store,
-        knowledge,
-    )
+    return import_conversations(data, Stores.of(services))
 
 
 @dataclass(frozen=True, slots=True)
@@ -417,16 +416,7 @@ class _Planned:
     sources: dict[int, list[Source]]
 
 
-def _import(
-    exports: list[Any],
-    conversations: ConversationStore,
-    stats: StatsStore,
-    agents: _Agents | None,
-    attachments: AttachmentStore | None = None,
-    knowledge: KnowledgeStore | None = None,
-    *,
-    several: bool,
-) -> list[int]:
+def _import(exports: list[Any], stores: Stores, *, several: bool) -> list[int]:
     def which(n: int) -> str:
         return f"Conversation {n} of {len(exports)} in the file" if several else "The conversation"
 
@@ -438,13 +428,14 @@ def _import(
             if not several:
                 raise
             raise ExportError(f"{which(n)}: {exc.user_message} Nothing was imported.") from exc
+    agents = stores.agents
     known = {a.name.casefold(): a.id for a in agents.list()} if agents else {}
     ids: list[int] = []
-    files = _Files(attachments)
+    files = _Files(stores.attachments)
     try:
-        with conversations.transaction():
+        with stores.conversations.transaction():
             for plan in plans:
-                ids.append(_store(plan, conversations, stats, known, files, knowledge))
+                ids.append(_store(plan, stores, known, files))
     except sqlite3.Error as exc:  # a full disk, a locked or damaged file: all rolled back
         files.undo()
         raise ExportError(
@@ -651,17 +642,11 @@ def _attachments_of(value: Any, number: int) -> list[tuple[Attachment, bytes]]:
     return found
 
 
-def _store(
-    plan: _Planned,
-    conversations: ConversationStore,
-    stats: StatsStore,
-    known: dict[str, int | None],
-    files: _Files,
-    knowledge: KnowledgeStore | None = None,
-) -> int:
+def _store(plan: _Planned, stores: Stores, known: dict[str, int | None], files: _Files) -> int:
     """Write one checked conversation (inside the caller's transaction): one INSERT per
     message and per stats row, then the branches on show in one go; attached files stored
     (each once) and attached to their messages; the replies' sources stored on them."""
+    conversations, knowledge = stores.conversations, stores.knowledge
     info = plan.info
     conv = conversations.create(None, str(info.get("title") or "Imported conversation"))
     if info.get("pinned"):
@@ -710,7 +695,7 @@ def _store(
             clean.setdefault("provider_kind", "unknown")
             clean.setdefault("started_at", row.get("created_at") or "")
             clean.update(message_id=msg_id, conversation_id=conv.id, agent_id=agent_id)
-            stats.record(clean)
+            stores.stats.record(clean)
     # ... then the branch each message had on show, then the active path itself
     for key, child in plan.active_children:
         if child in new_ids:

@@ -33,14 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Unpack
 
-from desktop.llm.events import (
-    FinishReason,
-    ReasoningDelta,
-    StreamEvent,
-    TextDelta,
-    ToolCall,
-    Usage,
-)
+from desktop.llm.events import FinishReason, ReasoningDelta, StreamEvent, TextDelta, ToolCall, Usage
 from desktop.llm.presets import ANTHROPIC_BASE_URL
 from desktop.llm.provider import ChatMessage, ChatRequest
 from desktop.llm.tool_wire import (

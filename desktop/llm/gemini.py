@@ -37,14 +37,7 @@ from typing import Any, Unpack
 from urllib.parse import quote
 
 from desktop.llm.errors import BadResponse
-from desktop.llm.events import (
-    FinishReason,
-    ReasoningDelta,
-    StreamEvent,
-    TextDelta,
-    ToolCall,
-    Usage,
-)
+from desktop.llm.events import FinishReason, ReasoningDelta, StreamEvent, TextDelta, ToolCall, Usage
 from desktop.llm.presets import GEMINI_BASE_URL
 from desktop.llm.provider import ChatMessage, ChatRequest, ToolSpec
 from desktop.llm.tool_wire import (

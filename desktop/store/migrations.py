@@ -13,6 +13,7 @@ from collections.abc import Callable
 import sqlite_utils
 
 from desktop.store.migrations_features import (
+    add_columns,
     m007_compare,
     m008_cache_source,
     m009_mcp_servers,
@@ -136,16 +137,17 @@ def m001_initial(db: sqlite_utils.Database) -> None:
 def m002_agent_options(db: sqlite_utils.Database) -> None:
     """Per-agent options for remote endpoints (preset, stall timeout, CA bundle) and local
     loading (main GPU, batch size)."""
-    columns = {c.name for c in db["agents"].columns}
-    for name, sql_type in (
-        ("preset", "TEXT"),
-        ("stall_timeout_s", "REAL"),
-        ("ca_bundle", "TEXT"),
-        ("main_gpu", "INTEGER"),
-        ("n_batch", "INTEGER"),
-    ):
-        if name not in columns:
-            db.execute(f"ALTER TABLE agents ADD COLUMN {name} {sql_type}")
+    add_columns(
+        db,
+        "agents",
+        (
+            ("preset", "TEXT"),
+            ("stall_timeout_s", "REAL"),
+            ("ca_bundle", "TEXT"),
+            ("main_gpu", "INTEGER"),
+            ("n_batch", "INTEGER"),
+        ),
+    )
 
 
 def m003_branches_search(db: sqlite_utils.Database) -> None:
@@ -158,21 +160,23 @@ def m003_branches_search(db: sqlite_utils.Database) -> None:
     one recursive walk over primary keys, and every branch remembers where it was left.
     Existing conversations become one straight branch in id order.
     """
-    msg_cols = {c.name for c in db["messages"].columns}
-    for name, sql_type in (
-        ("parent_id", "INTEGER REFERENCES messages(id) ON DELETE CASCADE"),
-        ("active_child_id", "INTEGER REFERENCES messages(id) ON DELETE SET NULL"),
-        ("reasoning", "TEXT NOT NULL DEFAULT ''"),
-    ):
-        if name not in msg_cols:
-            db.execute(f"ALTER TABLE messages ADD COLUMN {name} {sql_type}")
-    conv_cols = {c.name for c in db["conversations"].columns}
-    for name, sql_type in (
-        ("active_root_id", "INTEGER REFERENCES messages(id) ON DELETE SET NULL"),
-        ("deleted_at", "TEXT"),
-    ):
-        if name not in conv_cols:
-            db.execute(f"ALTER TABLE conversations ADD COLUMN {name} {sql_type}")
+    add_columns(
+        db,
+        "messages",
+        (
+            ("parent_id", "INTEGER REFERENCES messages(id) ON DELETE CASCADE"),
+            ("active_child_id", "INTEGER REFERENCES messages(id) ON DELETE SET NULL"),
+            ("reasoning", "TEXT NOT NULL DEFAULT ''"),
+        ),
+    )
+    add_columns(
+        db,
+        "conversations",
+        (
+            ("active_root_id", "INTEGER REFERENCES messages(id) ON DELETE SET NULL"),
+            ("deleted_at", "TEXT"),
+        ),
+    )
     db.executescript(
         """
         -- backfill: each conversation's messages in id order form its one branch
@@ -284,14 +288,8 @@ STATS_COLUMNS_M005 = (
 def m005_inference_visibility(db: sqlite_utils.Database) -> None:
     """Timeline, cost and dashboard columns; a per-agent price override; indexes the
     dashboard's aggregates use (by agent name, as stats group, and by time)."""
-    have = {c.name for c in db["inference_stats"].columns}
-    for name, sql_type in STATS_COLUMNS_M005:
-        if name not in have:
-            db.execute(f"ALTER TABLE inference_stats ADD COLUMN {name} {sql_type}")
-    agent_columns = {c.name for c in db["agents"].columns}
-    for name in ("price_input_per_m", "price_output_per_m"):
-        if name not in agent_columns:
-            db.execute(f"ALTER TABLE agents ADD COLUMN {name} REAL")
+    add_columns(db, "inference_stats", STATS_COLUMNS_M005)
+    add_columns(db, "agents", (("price_input_per_m", "REAL"), ("price_output_per_m", "REAL")))
     db.executescript(
         """
         CREATE INDEX IF NOT EXISTS stats_by_agent_name

@@ -1,12 +1,25 @@
 """Schema steps of the features after the core (see ``migrations.py`` for the rules): compare
 mode (m007), where cached prompt tokens came from (m008), MCP tool servers (m009), tool steps
 (m010), the process that owns each live row (m011), where a local call ran (m012), the local
-API server (m013), attachments (m014). Listed, in order, in ``migrations.MIGRATIONS``; never
-edit or reorder a shipped step."""
+API server (m013), attachments (m014), knowledge (m015); and ``add_columns``, which the steps
+of both files share. Listed, in order, in ``migrations.MIGRATIONS``; never edit or reorder a
+shipped step."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import sqlite_utils
+
+
+def add_columns(db: sqlite_utils.Database, table: str, columns: Iterable[tuple[str, str]]) -> None:
+    """``ALTER TABLE table ADD COLUMN`` for each (name, SQL type) the table does not have yet
+    (a step runs again after a crash, or on a database that has some of them). Shipped steps
+    call it: what it does never changes."""
+    have = {c.name for c in db[table].columns}
+    for name, sql_type in columns:
+        if name not in have:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {sql_type}")
 
 
 def m007_compare(db: sqlite_utils.Database) -> None:
@@ -106,8 +119,7 @@ def m007_compare(db: sqlite_utils.Database) -> None:
         END;
         """
     )
-    if "prompt_run_id" not in db["inference_stats"].columns_dict:
-        db.execute("ALTER TABLE inference_stats ADD COLUMN prompt_run_id INTEGER")
+    add_columns(db, "inference_stats", [("prompt_run_id", "INTEGER")])
 
 
 STATS_COLUMNS_M008 = (
@@ -123,10 +135,7 @@ STATS_COLUMNS_M008 = (
 def m008_cache_source(db: sqlite_utils.Database) -> None:
     """Where a local call's cached prompt tokens came from and how long restoring them took
     (issue 17's prompt-state caches). Rows recorded before keep NULL: not known."""
-    have = {c.name for c in db["inference_stats"].columns}
-    for name, sql_type in STATS_COLUMNS_M008:
-        if name not in have:
-            db.execute(f"ALTER TABLE inference_stats ADD COLUMN {name} {sql_type}")
+    add_columns(db, "inference_stats", STATS_COLUMNS_M008)
 
 
 def m009_mcp_servers(db: sqlite_utils.Database) -> None:
@@ -181,10 +190,7 @@ STATS_COLUMNS_M010 = (
 def m010_tool_steps(db: sqlite_utils.Database) -> None:
     """Issue 18's agentic turns: every tool call a reply made (``store/tool_steps.py``), and on
     each stats row its call index within the turn and the tools it asked for."""
-    have = {c.name for c in db["inference_stats"].columns}
-    for name, sql_type in STATS_COLUMNS_M010:
-        if name not in have:
-            db.execute(f"ALTER TABLE inference_stats ADD COLUMN {name} {sql_type}")
+    add_columns(db, "inference_stats", STATS_COLUMNS_M010)
     db.executescript(
         """
         CREATE TABLE IF NOT EXISTS tool_steps (
@@ -265,10 +271,7 @@ STATS_COLUMNS_M012 = (
 def m012_where_it_ran(db: sqlite_utils.Database) -> None:
     """Where a local call ran, from llama.cpp's own load report rather than the n_gpu_layers
     setting (``backend`` has been there since m001). Rows recorded before keep NULL."""
-    have = {c.name for c in db["inference_stats"].columns}
-    for name, sql_type in STATS_COLUMNS_M012:
-        if name not in have:
-            db.execute(f"ALTER TABLE inference_stats ADD COLUMN {name} {sql_type}")
+    add_columns(db, "inference_stats", STATS_COLUMNS_M012)
 
 
 STATS_COLUMNS_M013 = (
@@ -303,10 +306,7 @@ def m013_api_server(db: sqlite_utils.Database) -> None:
         );
         """
     )
-    have = {c.name for c in db["inference_stats"].columns}
-    for name, sql_type in STATS_COLUMNS_M013:
-        if name not in have:
-            db.execute(f"ALTER TABLE inference_stats ADD COLUMN {name} {sql_type}")
+    add_columns(db, "inference_stats", STATS_COLUMNS_M013)
     db.execute(
         "CREATE INDEX IF NOT EXISTS stats_by_source ON inference_stats "
         "(source, api_client, started_at) WHERE source IS NOT NULL"
@@ -349,12 +349,8 @@ def m014_attachments(db: sqlite_utils.Database) -> None:
         CREATE INDEX IF NOT EXISTS message_attachments_by_file ON message_attachments (sha256);
         """
     )
-    if "mmproj_path" not in {c.name for c in db["agents"].columns}:
-        db.execute("ALTER TABLE agents ADD COLUMN mmproj_path TEXT")
-    have = {c.name for c in db["inference_stats"].columns}
-    for name, sql_type in STATS_COLUMNS_M014:
-        if name not in have:
-            db.execute(f"ALTER TABLE inference_stats ADD COLUMN {name} {sql_type}")
+    add_columns(db, "agents", [("mmproj_path", "TEXT")])
+    add_columns(db, "inference_stats", STATS_COLUMNS_M014)
 
 
 STATS_COLUMNS_M015 = (
@@ -405,7 +401,4 @@ def m015_knowledge(db: sqlite_utils.Database) -> None:
         );
         """
     )
-    have = {c.name for c in db["inference_stats"].columns}
-    for name, sql_type in STATS_COLUMNS_M015:
-        if name not in have:
-            db.execute(f"ALTER TABLE inference_stats ADD COLUMN {name} {sql_type}")
+    add_columns(db, "inference_stats", STATS_COLUMNS_M015)

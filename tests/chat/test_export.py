@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from desktop.chat.export import from_json, to_json, to_markdown
+from desktop.chat.export import Stores, from_json, to_json, to_markdown
 from desktop.store.agents import Agent
 from tests.helpers.cli import simi
 from tests.helpers.stats_rows import record_reply_stats
@@ -51,7 +51,7 @@ def _conversation(services) -> int:
 
 def test_json_export_holds_every_version_and_stats_and_no_secret(services) -> None:
     conv_id = _conversation(services)
-    data = to_json(services.conversations, services.stats, conv_id)
+    data = to_json(Stores(services.conversations, services.stats), conv_id)
     text = json.dumps(data)
     assert SECRET not in text and "key_ref" not in text
     assert [m["role"] for m in data["messages"]] == ["user", "assistant", "assistant"]
@@ -61,7 +61,7 @@ def test_json_export_holds_every_version_and_stats_and_no_secret(services) -> No
 
 
 def test_markdown_export_reads_as_the_conversation_on_show(services) -> None:
-    md = to_markdown(services.conversations, services.stats, _conversation(services))
+    md = to_markdown(Stores(services.conversations, services.stats), _conversation(services))
     assert md.startswith("# Sea facts\n")
     assert "## You\n\nHow deep is the sea?" in md
     assert "| Pacific | 4.0 km |" in md and "3.7 km" not in md  # the active version only
@@ -69,8 +69,8 @@ def test_markdown_export_reads_as_the_conversation_on_show(services) -> None:
 
 def test_import_recreates_versions_active_branch_and_stats(services) -> None:
     conv_id = _conversation(services)
-    data = json.loads(json.dumps(to_json(services.conversations, services.stats, conv_id)))
-    new_id = from_json(data, services.conversations, services.stats, services.agents)
+    data = json.loads(json.dumps(to_json(Stores(services.conversations, services.stats), conv_id)))
+    new_id = from_json(data, Stores(services.conversations, services.stats, agents=services.agents))
     store = services.conversations
     assert new_id != conv_id and store.get(new_id).title == "Sea facts"
     path = store.messages(new_id)

@@ -15,6 +15,7 @@ import pytest
 from desktop import cli
 from desktop.chat.export import (
     ExportError,
+    Stores,
     import_conversations,
     to_json,
     write_export,
@@ -45,7 +46,9 @@ def _conversation(services: Any, tmp_path: Path) -> tuple[int, list[Any]]:
 def test_json_round_trip_restores_the_files_once(services: Any, tmp_path: Path) -> None:
     conv_id, attached = _conversation(services, tmp_path)
     store = services.attachments.store
-    data = json.loads(json.dumps(to_json(services.conversations, services.stats, conv_id, store)))
+    data = json.loads(
+        json.dumps(to_json(Stores(services.conversations, services.stats, store), conv_id))
+    )
     question = next(m for m in data["messages"] if m["role"] == "user")
     carried = question["attachments"]
     assert [a["name"] for a in carried] == ["notes.txt", "chart.png", "chart.png"]
@@ -61,10 +64,10 @@ def test_json_round_trip_restores_the_files_once(services: Any, tmp_path: Path) 
     assert not any(store.has(a.sha256) for a in attached)
 
     (first,) = import_conversations(
-        data, services.conversations, services.stats, services.agents, store
+        data, Stores(services.conversations, services.stats, store, agents=services.agents)
     )
     (second,) = import_conversations(
-        data, services.conversations, services.stats, services.agents, store
+        data, Stores(services.conversations, services.stats, store, agents=services.agents)
     )
     for conv in (first, second):
         user = services.conversations.messages(conv)[0]
@@ -79,7 +82,9 @@ def test_json_round_trip_restores_the_files_once(services: Any, tmp_path: Path) 
 def test_an_export_without_attachments_stays_version_1(services: Any) -> None:
     conv = services.conversations.create(None, "Plain")
     services.conversations.add_message(conv.id, "user", "hi")
-    data = to_json(services.conversations, services.stats, conv.id, services.attachments.store)
+    data = to_json(
+        Stores(services.conversations, services.stats, services.attachments.store), conv.id
+    )
     assert data["version"] == 1 and "attachments" not in data["messages"][0]
 
 
@@ -88,14 +93,14 @@ def test_a_damaged_attachment_stops_the_import_and_leaves_nothing(
 ) -> None:
     conv_id, attached = _conversation(services, tmp_path)
     store = services.attachments.store
-    data = to_json(services.conversations, services.stats, conv_id, store)
+    data = to_json(Stores(services.conversations, services.stats, store), conv_id)
     services.conversations.delete(conv_id)
     services.attachments.wait_collected(5)
     question = next(m for m in data["messages"] if m["role"] == "user")
     question["attachments"][2]["data"] = base64.b64encode(b"not the chart").decode()
     before = len(services.conversations.list())
     with pytest.raises(ExportError, match="does not match its checksum"):
-        import_conversations(data, services.conversations, services.stats, None, store)
+        import_conversations(data, Stores(services.conversations, services.stats, store))
     assert len(services.conversations.list()) == before
     assert not any(store.has(a.sha256) for a in attached)
 
@@ -149,7 +154,7 @@ def test_a_name_from_an_imported_file_never_leaves_the_export_folder(
         ],
     }
     store = services.attachments.store
-    (conv_id,) = import_conversations(data, services.conversations, services.stats, None, store)
+    (conv_id,) = import_conversations(data, Stores(services.conversations, services.stats, store))
     out = tmp_path / "deep" / "er" / "Sneaky.md"
     out.parent.mkdir(parents=True)
     write_export(services.conversations, services.stats, conv_id, "md", out, store)

@@ -14,6 +14,7 @@ import pytest
 from desktop import cli
 from desktop.chat.export import (
     ExportError,
+    Stores,
     import_conversations,
     import_into,
     to_json,
@@ -40,14 +41,13 @@ def _conversation(services: Any) -> tuple[int, int, int]:
 
 
 def _json(services: Any, conv_id: int) -> dict[str, Any]:
-    data = to_json(
-        services.conversations,
-        services.stats,
-        conv_id,
-        services.attachments.store,
-        services.knowledge.store,
-    )
+    data = to_json(Stores.of(services), conv_id)
     return json.loads(json.dumps(data))  # as a file holds it
+
+
+def _with_sources(services: Any) -> Stores:
+    """The conversations with their stats and the replies' sources (no files)."""
+    return Stores(services.conversations, services.stats, knowledge=services.knowledge.store)
 
 
 def _import(services: Any, data: Any) -> list[int]:
@@ -98,9 +98,11 @@ def test_json_carries_a_replys_sources_exactly(services: Any) -> None:
 
 def test_without_the_store_or_sources_nothing_changes(services: Any) -> None:
     conv_id, _cited, _plain = _conversation(services)
-    data = to_json(services.conversations, services.stats, conv_id, services.attachments.store)
+    data = to_json(
+        Stores(services.conversations, services.stats, services.attachments.store), conv_id
+    )
     assert data["version"] == 1 and all("sources" not in m for m in data["messages"])
-    md = to_markdown(services.conversations, services.stats, conv_id)
+    md = to_markdown(Stores(services.conversations, services.stats), conv_id)
     assert "Sources" not in md
 
     conv = services.conversations.create(None, "Plain")
@@ -108,17 +110,13 @@ def test_without_the_store_or_sources_nothing_changes(services: Any) -> None:
     services.conversations.add_message(conv.id, "assistant", "hello")
     data = _json(services, conv.id)
     assert data["version"] == 1 and all("sources" not in m for m in data["messages"])
-    md = to_markdown(
-        services.conversations, services.stats, conv.id, knowledge=services.knowledge.store
-    )
+    md = to_markdown(_with_sources(services), conv.id)
     assert "Sources" not in md
 
 
 def test_markdown_lists_the_sources_under_their_reply(services: Any) -> None:
     conv_id, _cited, _plain = _conversation(services)
-    md = to_markdown(
-        services.conversations, services.stats, conv_id, knowledge=services.knowledge.store
-    )
+    md = to_markdown(_with_sources(services), conv_id)
     lines = md.splitlines()
     assert lines.count("**Sources**") == 1
     at = lines.index("**Sources**")
@@ -134,7 +132,7 @@ def test_markdown_lists_the_sources_under_their_reply(services: Any) -> None:
     ]
     assert "](" not in md and "<http" not in md  # no path became a link
     # the rest is what it was without sources
-    plain = to_markdown(services.conversations, services.stats, conv_id)
+    plain = to_markdown(Stores(services.conversations, services.stats), conv_id)
     assert md.replace("\n".join(lines[at : at + 6]) + "\n", "") == plain
 
 
@@ -144,9 +142,7 @@ def test_a_path_is_shown_as_text_whatever_it_holds(services: Any) -> None:
     reply = services.conversations.add_message(conv.id, "assistant", "a")
     odd = Source(1, "Mine <b>", "/x/`a`[b](http://e.com)\n# no.md", 1, 1, None, None, "t")
     services.knowledge.store.add_sources(reply.id, [odd])
-    md = to_markdown(
-        services.conversations, services.stats, conv.id, knowledge=services.knowledge.store
-    )
+    md = to_markdown(_with_sources(services), conv.id)
     (line,) = [x for x in md.splitlines() if x.startswith("- \\[1\\]")]
     assert line == (
         "- \\[1\\] e.com) # no.md — line 1 (collection “Mine \\<b\\>”), "
@@ -186,7 +182,7 @@ def test_export_import_export_round_trips_the_sources(services: Any, tmp_path: P
 def test_import_without_the_store_leaves_the_sources_out(services: Any) -> None:
     conv_id, _cited, _plain = _conversation(services)
     data = _json(services, conv_id)
-    (new_id,) = import_conversations(data, services.conversations, services.stats)
+    (new_id,) = import_conversations(data, Stores(services.conversations, services.stats))
     ids = [m.id for m in services.conversations.all_messages(new_id)]
     assert services.knowledge.store.sources_of(ids) == {}
 

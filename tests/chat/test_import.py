@@ -13,11 +13,16 @@ from typing import Any
 
 import pytest
 
-from desktop.chat.export import ExportError, from_json, import_conversations
+from desktop.chat.export import ExportError, Stores, from_json, import_conversations
 from desktop.store.conversations import ConversationStore
 from desktop.store.db import open_database
 from desktop.store.stats import StatsStore
 from tests.helpers.exports import exported
+
+
+def _stores(services: Any) -> Stores:
+    """The conversations, their stats and the agents (no files, no sources)."""
+    return Stores(services.conversations, services.stats, agents=services.agents)
 
 
 def _counts(services: Any) -> tuple[int, int, int]:
@@ -32,7 +37,7 @@ def _refused(services: Any, file: list[dict[str, Any]]) -> str:
     """What importing ``file`` says when it is refused; nothing may have been stored."""
     before = _counts(services)
     with pytest.raises(ExportError) as caught:
-        import_conversations(file, services.conversations, services.stats, services.agents)
+        import_conversations(file, _stores(services))
     assert _counts(services) == before
     return caught.value.user_message
 
@@ -48,7 +53,7 @@ def test_a_file_whose_third_of_five_conversations_is_broken_imports_nothing_and_
     )
 
     del file[2]  # the four good ones import, in the file's order
-    ids = import_conversations(file, services.conversations, services.stats, services.agents)
+    ids = import_conversations(file, _stores(services))
     titles = [services.conversations.get(i).title for i in ids]
     assert titles == ["Chat 1", "Chat 2", "Chat 4", "Chat 5"]
     assert len(services.conversations.messages(ids[-1])) == 6
@@ -81,11 +86,11 @@ def test_one_broken_conversation_leaves_no_half_of_itself(services: Any) -> None
     data = exported("Half", 10)
     data["messages"][7]["status"] = "exploded"
     with pytest.raises(ExportError, match="Message 8 of the export has an unknown status"):
-        from_json(data, services.conversations, services.stats, services.agents)
+        from_json(data, _stores(services))
     data = exported("Half", 10)
     data["messages"][9]["parent_id"] = 42
     with pytest.raises(ExportError, match="refer to parents that are not in it"):
-        from_json(data, services.conversations, services.stats, services.agents)
+        from_json(data, _stores(services))
     assert _counts(services) == before
 
 
@@ -95,7 +100,7 @@ def test_messages_listed_before_their_parents_import_as_the_same_tree(services: 
     data["messages"].insert(0, {"id": 100, "parent_id": 1, "role": "assistant", "content": "v2"})
     data["messages"][-1]["active_child"] = 100  # message 1, listed last
     data["active_path"] = [1, 100]
-    conv_id = from_json(data, services.conversations, services.stats, services.agents)
+    conv_id = from_json(data, _stores(services))
     store = services.conversations
     assert [m.content for m in store.messages(conv_id)] == ["Backwards message 1", "v2"]
     everything = store.all_messages(conv_id)
@@ -111,7 +116,7 @@ def _import(folder: Path, n_messages: int, measure: Callable[[Callable[[], int]]
     conversations, stats = ConversationStore(db), StatsStore(db)
     data = exported("Long", n_messages, parents_last=True, stats=False)
     try:
-        return measure(lambda: from_json(data, conversations, stats))
+        return measure(lambda: from_json(data, Stores(conversations, stats)))
     finally:
         assert conversations.list(), "the import stored nothing"
         db.close()

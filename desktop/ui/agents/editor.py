@@ -22,6 +22,8 @@ keyring exists at all) go through ``desktop.ui.kit.async_door.run_blocking``; th
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
@@ -366,24 +368,20 @@ class AgentEditorDialog(QDialog):
         searched = (
             self.knowledge_section.selection() if self.knowledge_section is not None else None
         )
+        memory_ok = self.endpoint.memory_key.isChecked()
         self._save_task = start(
-            self._save(agent, key, self.endpoint.memory_key.isChecked(), allowed, searched),
+            self._save(partial(self._store, agent, key, memory_ok, allowed, searched)),
             name="agent editor: save",
         )
         return self._save_task
 
-    async def _save(
-        self,
-        agent: Agent,
-        key: str | None,
-        memory_ok: bool,
-        allowed: list[tuple[str, str]] | None = None,
-        searched: list[Collection] | None = None,
-    ) -> bool:
+    async def _save(self, store: Callable[[], Agent]) -> bool:
+        """``store`` on a worker thread (``_store``, its arguments given), then the outcome:
+        the dialog closes, or says what stopped it."""
         self._set_saving(True)
         saved: Agent | None = None
         try:
-            saved = await run_blocking(self._store, agent, key, memory_ok, allowed, searched)
+            saved = await run_blocking(store)
         except ValidationError as exc:
             self.show_errors(exc.fields)
         except SecretsUnavailable as exc:
