@@ -12,18 +12,17 @@ import sys
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QApplication,
     QFrame,
-    QMainWindow,
     QMessageBox,
     QToolButton,
+    QVBoxLayout,
     QWidget,
 )
 
 from desktop.settings.prefs import Preferences
 from desktop.settings.secrets import SecretStore
 from desktop.ui.kit.elided_label import ElidedLabel
-from desktop.ui.kit.widgets import hbox, vbox
+from desktop.ui.kit.widgets import hbox
 
 PREF_HIDDEN = "ui.keyring_notice_hidden"
 
@@ -131,24 +130,14 @@ def keyring_notice(
 
 
 def add_keyring_notice(
-    window: QMainWindow, secrets: SecretStore, prefs: Preferences
+    column: QVBoxLayout, secrets: SecretStore, prefs: Preferences
 ) -> KeyringNotice | None:
-    """Put the notice, when due, across the top of ``window`` (above its central widget)."""
+    """Put the notice, when due, at the top of ``column`` (the window's central column, above
+    its pages). Only the notice is new: the pages are not moved, so nothing they hold (the
+    focus, the typing) is touched, and a window already shown only lays out again."""
     notice = keyring_notice(secrets, prefs)
     if notice is None:
         return None
-    focused = QApplication.focusWidget()  # moving the page below the notice drops the focus
-    central = window.takeCentralWidget()
-    host = QWidget()
-    layout = vbox(host)
-    layout.addWidget(notice)
-    if central is not None:
-        layout.addWidget(central, 1)
-    window.setCentralWidget(host)
-    if window.isVisible():  # added after the first paint: show it now, not a loop turn later
-        host.show()
-        if central is not None:
-            central.show()
-        if focused is not None and focused.window() is window:
-            focused.setFocus()  # the person may be typing already
+    column.insertWidget(0, notice)
+    notice.show()  # on a window already shown: now, not a loop turn later
     return notice

@@ -137,7 +137,10 @@ class MainWindow(QMainWindow):
         self.splitter.addWidget(self.pages)
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
-        self.setCentralWidget(self.splitter)
+        central = QWidget()  # the keyring notice, when due, goes above the splitter
+        self._central_layout = vbox(central)
+        self._central_layout.addWidget(self.splitter, 1)
+        self.setCentralWidget(central)
         self._min_sizes = keep_minimum_sizes(self)  # 720x480 and a 220 px sidebar, x text size
         self._actions = build_menus(self)
         self._restore_frame(prefs)
@@ -285,7 +288,9 @@ class MainWindow(QMainWindow):
             from desktop.ui.shell.keyring_notice import add_keyring_notice
 
             self._keyring_checked = True
-            self._info_bar = add_keyring_notice(self, self.services.secrets, self.services.prefs)
+            self._info_bar = add_keyring_notice(
+                self._central_layout, self.services.secrets, self.services.prefs
+            )
         return self._info_bar
 
     def show_page(self, name: str) -> None:
