@@ -41,6 +41,7 @@ from desktop.ui.kit.text_format import (
     stats_tooltip,
     truncate_for_display,
 )
+from desktop.ui.kit.weak import weak_method
 from desktop.ui.kit.widgets import plain
 from desktop.ui.markdown.render import BlockItem
 from desktop.ui.markdown.view import MarkdownView
@@ -131,7 +132,9 @@ class MessageBubble(QFrame):
         # The actions wrap in a narrow bubble or at a large text size, never cut; a button is
         # built the first time it shows, the stats footer the first time it has something.
         self._actions = ActionsLayout()
-        self.action_buttons = ActionButtons(self._actions, self._action_slot, self._may_act)
+        self.action_buttons = ActionButtons(  # weakly: no cycle for the collector
+            self._actions, weak_method(self._action_slot), weak_method(self._may_act)
+        )
         layout.addLayout(self._actions)
 
         self.update_from(message, stats, versions)
@@ -340,7 +343,7 @@ class MessageBubble(QFrame):
             self._view = MarkdownView()
             self._view.setObjectName("BubbleText")
             self._view.setAccessibleName(f"Reply from {self.message.agent_name or 'the assistant'}")
-            self._view.before_grow = self._before_grow
+            self._view.before_grow = weak_method(self._before_grow)  # no cycle
             self._view.citation_clicked.connect(self.open_source)
             if (part := self._built("sources")) is not None:
                 self._view.set_citations(citation_tips(list(part.sources.values())))

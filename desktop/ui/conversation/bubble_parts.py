@@ -116,13 +116,14 @@ class ActionButtons(dict[str, QToolButton]):
     bubbles show three or four of the six; a hidden one is not built until it shows).
 
     ``slot(key)`` is what a click calls; a button is built enabled or not as ``enabled(key)``
-    says, and placed in the ``ACTIONS`` order (on screen and for Tab)."""
+    says, and placed in the ``ACTIONS`` order (on screen and for Tab). Both are the bubble's
+    own methods, handed weakly (``kit.weak``): None once the bubble is gone."""
 
     def __init__(
         self,
         layout: ActionsLayout,
-        slot: Callable[[str], Callable[[], None]],
-        enabled: Callable[[str], bool],
+        slot: Callable[[str], Callable[[], None] | None],
+        enabled: Callable[[str], bool | None],
     ) -> None:
         super().__init__()
         self._row = layout
@@ -132,8 +133,9 @@ class ActionButtons(dict[str, QToolButton]):
     def __missing__(self, key: str) -> QToolButton:
         _key, text, tip = ACTIONS[_ORDER[key]]
         button = tool_button(text, tip)
-        button.clicked.connect(self._slot(key))
-        button.setEnabled(self._enabled(key))
+        if (on_click := self._slot(key)) is not None:
+            button.clicked.connect(on_click)
+        button.setEnabled(bool(self._enabled(key)))
         before = [k for k in self if _ORDER[k] < _ORDER[key]]
         after = [k for k in self if _ORDER[k] > _ORDER[key]]
         self._row.insert_widget(len(before), button)
