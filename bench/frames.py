@@ -900,7 +900,11 @@ def main() -> int:
                     "seconds": args.session_seconds,
                     "worst_step": {"step": worst_name.partition(":")[2], **steps[worst_name]},
                     "by_step": {
-                        k.partition(":")[2]: {f: v[f] for f in ("n", "max_ms", "gc_max_ms")}
+                        k.partition(":")[2]: {
+                            f: v[f]
+                            for f in ("n", "max_ms", "gc_max_ms", "holds_ms", "stacks")
+                            if f in v
+                        }
                         for k, v in steps.items()
                     },
                     "all_steps": {

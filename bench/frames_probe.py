@@ -271,6 +271,6 @@ class HoldProbe(QObject):
             if worst.note:
                 entry["worst"] = dict(worst.note)
             if stacks:
-                entry["stacks"] = [f"{n}x {where}" for where, n in stacks.most_common(4)]
+                entry["stacks"] = [f"{n}x {where}" for where, n in stacks.most_common(6)]
             result[name] = entry
         return result
