@@ -52,6 +52,7 @@ def _show_all(fifo: str, mode: str) -> dict[str, Any]:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import QEvent, QPoint
     from PySide6.QtGui import QHelpEvent
+    from PySide6.QtTest import QTest
     from PySide6.QtWidgets import (
         QApplication,
         QLabel,
@@ -75,6 +76,8 @@ def _show_all(fifo: str, mode: str) -> dict[str, Any]:
     keep: list[QWidget] = []
 
     def shown(widget: W) -> W:
+        for old in keep:  # one window at a time under the pointer
+            old.hide()
         widget.resize(240, 120)
         widget.show()
         keep.append(widget)
@@ -84,6 +87,8 @@ def _show_all(fifo: str, mode: str) -> dict[str, Any]:
     def hover(name: str, target: QWidget, pos: QPoint) -> dict[str, Any]:
         QToolTip.showText(QPoint(0, 0), "-")  # so a case that shows nothing reads "-"
         print(f"CASE {name}", flush=True)  # the test names the case that opened the FIFO
+        QTest.mouseMove(target, pos)  # the pointer comes to rest there, through the window
+        app.processEvents()
         event = QHelpEvent(QEvent.Type.ToolTip, pos, target.mapToGlobal(pos))
         QApplication.sendEvent(target, event)
         app.processEvents()
@@ -260,6 +265,7 @@ def test_the_ui_tests_see_plain_tooltips(qtbot: Any) -> None:
     person sees."""
     from PySide6.QtCore import QEvent, QPoint
     from PySide6.QtGui import QHelpEvent
+    from PySide6.QtTest import QTest
     from PySide6.QtWidgets import QApplication, QLabel, QToolTip
 
     from desktop import app
@@ -270,6 +276,7 @@ def test_the_ui_tests_see_plain_tooltips(qtbot: Any) -> None:
     qtbot.addWidget(label)
     label.setToolTip("<b>not bold</b>")
     label.show()
+    QTest.mouseMove(label, QPoint(2, 2))  # the pointer rests on it
     QApplication.sendEvent(label, QHelpEvent(QEvent.Type.ToolTip, QPoint(2, 2), QPoint(2, 2)))
     assert QToolTip.text() == plain_tip("<b>not bold</b>")
     QToolTip.hideText()

@@ -4,9 +4,17 @@ Qt shows a tooltip as rich text whenever ``Qt.mightBeRichText`` says it may be, 
 out while showing it: a tooltip ``Model: <img src="/some/fifo">`` (a model's name, a tool's
 error, a conversation title, a file name) makes Qt read that file on the GUI thread, and a
 FIFO freezes the window for good. So no tooltip reaches Qt as the text a widget holds:
-``install_plain_tooltips(app)`` puts one event filter on the application that takes every
-``QEvent.ToolTip`` before its widget does, finds the text Qt would show, and shows it escaped
-(``plain_tip``) with ``QToolTip.showText``; Qt's own handling never runs.
+``install_plain_tooltips(app)`` puts an event filter on the widget under the pointer and on
+each of its parents up to its window, so it takes every ``QEvent.ToolTip`` before its widget
+does (Qt sends it to the widget under the pointer, then to each parent while it is ignored),
+finds the text Qt would show, and shows it escaped (``plain_tip``) with ``QToolTip.showText``;
+Qt's own handling never runs.
+
+Which widget is under the pointer comes from ``input_watch``: at each move (seen at the window,
+before the widget gets it), at a look every 250 ms, and again at once when a filtered widget
+is entered or left (a widget shown or hidden under a still pointer: Qt then moves the pointer
+onto it by itself, and a tooltip may follow 20 ms later). Not one filter on the application:
+that one would be called for every event of every widget (see ``input_watch``).
 
 Where the text comes from, as Qt finds it:
 
@@ -23,14 +31,16 @@ that shows a tooltip of its own (a chart's point) calls ``show_plain``, never
 ``QToolTip.showText`` (``tests/ui/test_plain_tooltips.py`` checks the source), and leaves its
 ``toolTip()`` empty (the filter would show that instead).
 
-The filter sees every event of the application, so its first test is one identity check.
+The filter sees every event of the widgets under the pointer, so its first test is one
+identity check.
 """
 
 from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt
+import shiboken6
+from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt, QTimer
 from PySide6.QtGui import QHelpEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -43,9 +53,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.ui.kit.input_watch import InputWatch, input_watch
+
 RICH = "richToolTip"  # a widget's dynamic property: its tooltip is the app's own markup
 NAME = "plainToolTips"
 _TOOLTIP = QEvent.Type.ToolTip
+_CROSSED = frozenset({QEvent.Type.Enter, QEvent.Type.Leave})
 _ROLE = Qt.ItemDataRole.ToolTipRole
 
 
@@ -89,10 +102,35 @@ def _rich(widget: QWidget) -> bool:
 
 
 class PlainToolTips(QObject):
-    """The application's event filter (see the module's text)."""
+    """The event filter on the widgets under the pointer (see the module's text)."""
+
+    def __init__(self, watch: InputWatch) -> None:
+        super().__init__(watch)
+        self._watch = watch
+        self._armed: list[QWidget] = []
+        watch.on_hover(self._arm)
+
+    @property
+    def armed(self) -> list[QWidget]:
+        """The widgets filtered now: the one under the pointer, then its parents."""
+        return [w for w in self._armed if shiboken6.isValid(w)]
+
+    def _arm(self, widget: QWidget | None) -> None:
+        for old in self.armed:
+            old.removeEventFilter(self)
+        self._armed = []
+        while widget is not None and shiboken6.isValid(widget):
+            widget.installEventFilter(self)
+            self._armed.append(widget)
+            if widget.isWindow():
+                break
+            widget = widget.parentWidget()
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if event.type() is not _TOOLTIP:
+        kind = event.type()
+        if kind is not _TOOLTIP:
+            if kind in _CROSSED:  # something came or went under the pointer: look now
+                QTimer.singleShot(0, self._watch.look)
             return False
         if not isinstance(watched, QWidget) or not isinstance(event, QHelpEvent):
             return False
@@ -158,7 +196,6 @@ def install_plain_tooltips(app: QApplication) -> PlainToolTips:
     found = app.findChild(PlainToolTips, NAME)
     if isinstance(found, PlainToolTips):
         return found
-    tips = PlainToolTips(app)
+    tips = PlainToolTips(input_watch(app))
     tips.setObjectName(NAME)
-    app.installEventFilter(tips)
     return tips
