@@ -84,8 +84,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import cProfile
 import json
 import os
+import pstats
 import re
 import shutil
 import statistics
@@ -414,6 +416,7 @@ class Person:
         self.agent_list = window.findChild(QListWidget, "AgentList")
         self.page_buttons = {b.text(): b for b in window.findChildren(QToolButton, "PageButton")}
         self.details: dict[str, Any] = {}
+        self.profilers: dict[str, cProfile.Profile] = {}  # --profile: session steps
 
     # small acts ------------------------------------------------------------------------------
     async def until(self, condition: Callable[[], bool], timeout: float, what: str) -> float:
@@ -424,12 +427,53 @@ class Person:
             await asyncio.sleep(0.01)
         return time.perf_counter() - began
 
+    # Input goes to the window, as the system sends it: QTest on a widget hands it to the
+    # widget directly, past what the app watches at its windows (kit/input_watch.py); QTest on
+    # a window runs the event loop inside the call, under the bench's own coroutine.
+    def _mouse(self, window: Any, kind: Any, at: Any, button: Any, buttons: Any) -> None:
+        from PySide6.QtCore import QPointF
+        from PySide6.QtGui import QMouseEvent
+        from PySide6.QtWidgets import QApplication
+
+        local = QPointF(at)
+        event = QMouseEvent(
+            kind,
+            local,
+            local,
+            QPointF(window.mapToGlobal(at)),
+            button,
+            buttons,
+            self.Qt.KeyboardModifier.NoModifier,
+        )
+        QApplication.sendEvent(window, event)
+
     def click(self, widget: Any, pos: Any = None) -> None:
-        button = self.Qt.MouseButton.LeftButton
-        if pos is None:
-            self.QTest.mouseClick(widget, button)
-        else:
-            self.QTest.mouseClick(widget, button, self.Qt.KeyboardModifier.NoModifier, pos)
+        from PySide6.QtCore import QEvent
+        from PySide6.QtGui import QCursor
+
+        top = widget.window()
+        at = top.mapFromGlobal(
+            widget.mapToGlobal(pos if pos is not None else widget.rect().center())
+        )
+        window = top.windowHandle()
+        QCursor.setPos(window.mapToGlobal(at))
+        left, none = self.Qt.MouseButton.LeftButton, self.Qt.MouseButton.NoButton
+        self._mouse(window, QEvent.Type.MouseMove, at, none, none)
+        self._mouse(window, QEvent.Type.MouseButtonPress, at, left, left)
+        self._mouse(window, QEvent.Type.MouseButtonRelease, at, left, none)
+
+    def key(self, widget: Any, key: Any) -> None:
+        """A key (a ``Qt.Key`` or a character) to ``widget``'s window; it has the focus."""
+        from PySide6.QtCore import QEvent
+        from PySide6.QtGui import QKeyEvent
+        from PySide6.QtWidgets import QApplication
+
+        text = key if isinstance(key, str) else ""
+        code = self.Qt.Key(ord(key.upper())) if isinstance(key, str) else key
+        window = widget.window().windowHandle()
+        for kind in (QEvent.Type.KeyPress, QEvent.Type.KeyRelease):
+            event = QKeyEvent(kind, code, self.Qt.KeyboardModifier.NoModifier, text)
+            QApplication.sendEvent(window, event)
 
     def click_agent(self, agent_id: int) -> None:
         from desktop.ui.kit.widgets import ID_ROLE
@@ -462,7 +506,7 @@ class Person:
     async def type_text(self, widget: Any, text: str, per_char: float = PERSON_CHAR_S) -> None:
         self.click(widget.viewport() if hasattr(widget, "viewport") else widget)
         for char in text:
-            self.QTest.keyClicks(widget, char)
+            self.key(widget, char)
             await asyncio.sleep(per_char)
 
     async def send_and_wait(self, pane: Any, timeout: float = 60.0) -> dict[str, Any]:
@@ -545,7 +589,7 @@ class Person:
         due = time.perf_counter()
         while (bar.value() > 0 or transcript.window_range[0] > 0) and steps < limit:
             self.probe.mark("page_up", step=steps, value=bar.value())
-            self.QTest.keyClick(transcript, key)
+            self.key(transcript, key)
             steps += 1
             # a held key repeats on its own clock: the next press is due whether or not the
             # window kept up (one turn of the loop between presses at least)
@@ -658,7 +702,7 @@ class Person:
             transcript = window.pane.transcript
             transcript.setFocus()
             for key in [self.Qt.Key.Key_PageUp] * 10 + [self.Qt.Key.Key_PageDown] * 5:
-                self.QTest.keyClick(transcript, key)
+                self.key(transcript, key)
                 await asyncio.sleep(PAGE_STEP_S)
             await self.settle(0.3)
             return {}
@@ -711,7 +755,14 @@ class Person:
                 if rounds > 0 and time.monotonic() >= deadline:
                     break
                 segment = self.probe.mark(f"session:{label}", step=label, round=rounds)
-                segment.note.update(await step())
+                profiler = self.profilers.get(label)
+                if profiler is not None:
+                    profiler.enable()
+                try:
+                    segment.note.update(await step())
+                finally:
+                    if profiler is not None:
+                        profiler.disable()
                 done += 1
             rounds += 1
         self.probe.mark(None)
@@ -770,9 +821,12 @@ def run_window(home: str, ids: dict[str, Any], todo: set[str], args: argparse.Na
     async def drive(window: Any) -> None:
         probe = HoldProbe(stacks_over_ms=args.stacks)
         person = Person(window, ids, probe, args.quick)
+        person.profilers = {step: cProfile.Profile() for step in args.profile.split(";") if step}
         outcome["probe"], outcome["person"] = probe, person
         try:
             await person.until(lambda: painted.at is not None, 60, "the window's first paint")
+            app.removeEventFilter(painted)  # a Python filter on every event of the app is the
+            # bench's cost, not the app's: each event would wrap its receiver for Python
             probe.start()
             if "first_remote_send_block_ms" in todo:
                 await person.first_remote_send()
@@ -788,6 +842,13 @@ def run_window(home: str, ids: dict[str, Any], todo: set[str], args: argparse.Na
                 await person.session(args.session_seconds)
             await person.idle_reference(1.0)
             probe.stop()
+            for step, profiler in person.profilers.items():
+                slug = re.sub(r"\W+", "-", step)
+                where = Path(tempfile.gettempdir()) / f"frames-profile-{slug}.txt"
+                with where.open("w") as out:
+                    for order in ("cumulative", "tottime"):
+                        pstats.Stats(profiler, stream=out).sort_stats(order).print_stats(45)
+                print(f"profile of {step!r}: {where}", file=sys.stderr)
         except BaseException as exc:  # reported after the window has closed
             outcome["error"] = exc
         finally:
@@ -823,6 +884,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="fewer steps and runs (tests)")
     parser.add_argument("--only", default="", help="figures to measure, comma-separated")
     parser.add_argument("--stacks", type=float, default=None, metavar="MS")
+    parser.add_argument("--profile", default="", metavar="STEP[;STEP]")
     parser.add_argument("--serve", nargs=4, type=float, help=argparse.SUPPRESS)
     parser.add_argument("--fill", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--base", help=argparse.SUPPRESS)
