@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QApplication, QLabel, QPushButton
 
 from desktop.ui.conversation.bubble_parts import StatsFooter
 from desktop.ui.kit import theme
-from desktop.ui.stats.timeline_chart import kind_color
+from desktop.ui.stats.timeline_chart import Swatch, kind_color
 from desktop.ui.stats.timeline_panel import TimelinePanel
 from tests.chat.test_tool_turns import always, answer, call, run_turn
 from tests.chat.test_turn_timeline import CALL1, CALL2, step
@@ -68,8 +68,10 @@ def test_two_calls_show_the_turn_to_scale_with_its_totals(qtbot: Any, qapp: Any)
     chart = logical_image(panel.turn_chart)
     at = rects["tool0"].center().toPoint()
     assert chart.pixelColor(at.x(), int(rects["tool0"].top()) + 2) == kind_color("tool", False)
-    swatches = [w for w in panel.findChildren(QLabel) if w.property("kind") == "tool"]
+    swatches = [w for w in panel.findChildren(Swatch) if w.kind == "tool"]
     assert swatches and swatches[0].isVisible()
+    painted = logical_image(swatches[0])
+    assert painted.pixelColor(6, 6) == kind_color("tool", False)  # its colour, drawn
 
 
 def test_the_last_call_shows_first_and_the_choice_switches_calls(qtbot: Any, qapp: Any) -> None:

@@ -351,6 +351,28 @@ class TimelineChart(QWidget):
         return super().event(event)
 
 
+class Swatch(QWidget):
+    """A part's colour in a legend (12×12, rounded), or a marker's line for ``kind`` None.
+    Painted, not styled: a style sheet per swatch made each one re-polish (~0.6 ms)."""
+
+    def __init__(self, kind: str | None) -> None:
+        super().__init__()
+        self.kind = kind
+        self.setFixedSize(12, 12)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        if self.kind is None:
+            painter.setPen(self.palette().windowText().color())
+            x = self.width() / 2
+            painter.drawLine(QPointF(x, 0), QPointF(x, self.height()))
+            return
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(kind_color(self.kind, current_colors().dark))
+        painter.drawRoundedRect(QRectF(self.rect()), 2, 2)
+
+
 class SplitBar(QWidget):
     """A thin bar split into coloured parts (value, kind), scaled to ``total``."""
 

@@ -33,7 +33,7 @@ from desktop.chat.timeline_facts import Fact
 from desktop.chat.turn_timeline import STATUS_WORDS, TurnTimeline, build_turn_timeline
 from desktop.ui.kit.theme import Colors, current_colors, current_text_scale, scale_font_sizes
 from desktop.ui.kit.widgets import push_button, scroll_column
-from desktop.ui.stats.timeline_chart import SplitBar, TimelineChart, kind_color
+from desktop.ui.stats.timeline_chart import SplitBar, Swatch, TimelineChart, kind_color
 from desktop.ui.stats.timeline_help import TimelineHelp
 
 PREFERRED_W, PREFERRED_H = 820, 900
@@ -103,11 +103,14 @@ class TimelinePanel(QDialog):
         self.bars: dict[str, SplitBar] = {}
         self._captions: list[tuple[QLabel, list[tuple[str, str]]]] = []
 
+        self._apply_colors()  # before the children: set after, it re-polishes each of them
         outer = QVBoxLayout(self)
         outer.setContentsMargins(10, 10, 10, 10)
         self.scroll_area, self.body = scroll_column(
             "TimelineScroll", "TimelineBody", (4, 0, 8, 0), 8
         )
+        outer.addWidget(self.scroll_area, 1)  # in the panel before it fills: each child is
+        # styled as it comes, not all again when the filled column would move in
         self._into = self.body  # where the _build_* methods add
         self.call_host: QWidget | None = None
         if self.turn is None:
@@ -117,7 +120,6 @@ class TimelinePanel(QDialog):
             self.call_host = self._call_section()
             self.body.addWidget(self.call_host)
         self.body.addStretch(1)
-        outer.addWidget(self.scroll_area, 1)
 
         buttons = QHBoxLayout()
         self.help_button = push_button(
@@ -138,7 +140,6 @@ class TimelinePanel(QDialog):
         self._copy_reset.setSingleShot(True)
         self._copy_reset.setInterval(1500)
         self._copy_reset.timeout.connect(lambda: self.copy_button.setText("Copy as text"))
-        self._apply_colors()
         self._fit_to(parent)
 
     # building ---------------------------------------------------------------------------------
@@ -191,22 +192,16 @@ class TimelinePanel(QDialog):
         for column, text in ((1, "part"), (2, "time"), (3, "what happened")):
             grid.addWidget(_label(text, "TimelineCaption"), 0, column)
         for n, part in enumerate(turn.parts, start=1):
-            swatch = QLabel()
-            swatch.setFixedSize(12, 12)
-            if part.instant:
-                swatch.setText("│")
-                swatch.setAlignment(Qt.AlignmentFlag.AlignCenter)
-            else:
-                self._swatch(swatch, part.kind)
+            swatch = Swatch(None if part.instant else part.kind)
             happened = _happened(part.kind, part.status)
             name = _label(part.label, "TimelineValue")
             value = _label(part.figure, "TimelineValue", wrap=False)
             what = _label(happened, "TimelineMuted")
-            for widget in (swatch, name, value, what):
-                widget.setToolTip(part.description)
+            cells: tuple[QWidget, ...] = (swatch, name, value, what)
+            for column, cell in enumerate(cells):
+                cell.setToolTip(part.description)
+                grid.addWidget(cell, n, column)
             name.setAccessibleName(f"{part.label}: {part.figure}, {happened}")
-            for column, widget in enumerate((swatch, name, value, what)):
-                grid.addWidget(widget, n, column)
             self.turn_rows.append((part.label, part.figure, happened))
         self.body.addLayout(grid)
         row = QHBoxLayout()
@@ -291,14 +286,11 @@ class TimelinePanel(QDialog):
             if isinstance(item, str):  # a second lane's own heading
                 grid.addWidget(_label(item, "TimelineFactLabel"), n, 0, 1, 4)
                 continue
-            swatch = QLabel()
-            swatch.setFixedSize(12, 12)
             if isinstance(item, Segment):
-                self._swatch(swatch, item.kind)
+                swatch = Swatch(item.kind)
                 label, figure, who, tip = item.label, item.figure, self._who(item), item.description
             else:
-                swatch.setText("│")
-                swatch.setAlignment(Qt.AlignmentFlag.AlignCenter)
+                swatch = Swatch(None)
                 label, figure, who, tip = item.label, f"at {item.figure}", "", item.description
             name = _label(label, "TimelineValue")
             value = _label(figure, "TimelineValue", wrap=False)
@@ -312,11 +304,6 @@ class TimelinePanel(QDialog):
             grid.addWidget(by, n, 3)
             self.legend_rows.append((label, figure, who))
         self._into.addLayout(grid)
-
-    def _swatch(self, swatch: QLabel, kind: str) -> None:
-        swatch.setProperty("kind", kind)
-        color = kind_color(kind, current_colors().dark).name()
-        swatch.setStyleSheet(f"background: {color}; border-radius: 2px;")
 
     def _who(self, segment: Segment) -> str:
         """Who measured a part, in a word or two (the column is headed "measured by")."""
@@ -419,15 +406,11 @@ class TimelinePanel(QDialog):
             return
         self._styled_dark = colors.dark
         self.setStyleSheet(scale_font_sizes(_panel_style(colors), current_text_scale()))
-        for swatch in self.findChildren(QLabel):
-            kind = swatch.property("kind")
-            if kind:
-                self._swatch(swatch, str(kind))
         for caption, keyed in self._captions:
             self._color_caption(caption, keyed)
-        self.chart.update()
-        if self.turn_chart is not None:
-            self.turn_chart.update()
+        for painted in self.findChildren(QWidget):  # charts, bars, swatches: colours by theme
+            if isinstance(painted, TimelineChart | SplitBar | Swatch):
+                painted.update()
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
