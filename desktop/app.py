@@ -171,9 +171,10 @@ def warm_up_after_first_paint(
     keyring notice if one is due and the other pages, one per idle moment."""
     from desktop import preload
     from desktop.ui.kit.async_door import run_blocking, start
+    from desktop.ui.shell.main_window import PAGE_MODULES
 
     async def warm_up() -> None:
-        await run_blocking(preload.warm_up, preload.steps(services.secrets))
+        await run_blocking(preload.warm_up, preload.steps(services.secrets, PAGE_MODULES))
         collector.freeze_long_lived()  # the modules just loaded stay loaded
         _ = window.info_bar
         window.build_pages_when_idle()

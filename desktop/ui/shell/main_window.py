@@ -87,6 +87,19 @@ def _decode(text: object) -> QByteArray | None:
         return None
 
 
+# The modules of what is built after start (the pages, a reply's timeline): start-up loads
+# them on a worker once the window has painted (desktop/preload.py), so a first show builds
+# widgets only.
+PAGE_MODULES = (
+    "desktop.ui.stats.dashboard",
+    "desktop.ui.stats.timeline_panel",
+    "desktop.ui.compare.page",
+    "desktop.ui.models.page",
+    "desktop.ui.knowledge.page",
+    "desktop.ui.server.page",
+)
+
+
 class MainWindow(QMainWindow):
     """Signals:
     closed(): once the window has closed (streaming replies stopped, state saved).
