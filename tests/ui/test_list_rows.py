@@ -59,3 +59,45 @@ def test_a_send_moves_one_row_to_the_top_below_the_pinned(
         ]
     )
     assert window.browser.conversation_list.current_id() == window.conversation_id
+
+
+def test_a_row_moving_in_10_000_conversations_asks_python_only_for_what_is_shown(
+    qtbot: Any,
+) -> None:
+    """The view lays out every row after an insert or a removal; the row count it asks for at
+    each one is C++'s, so a reply moving its conversation to the top costs the rows on screen,
+    not 10,000 Python calls (~14 ms held before)."""
+    import sys
+
+    from PySide6.QtWidgets import QApplication
+
+    from desktop.store.conversations import Conversation
+    from desktop.ui.conversation.listing import ConversationList
+
+    def conv(n: int, when: str) -> Conversation:
+        return Conversation(n, f"chat {n}", None, False, when, when)
+
+    view = ConversationList()
+    qtbot.addWidget(view)
+    view.resize(260, 600)
+    rows = [conv(n, f"2026-01-01 00:{n // 600:02d}:{n % 60:02d}") for n in range(10_000, 0, -1)]
+    view.list_model.set_rows(rows, {})
+    view.show()
+    QApplication.processEvents()
+    calls = 0
+
+    def count(frame: Any, event: str, arg: Any) -> None:
+        nonlocal calls
+        if event == "call" and "listing.py" in frame.f_code.co_filename:
+            calls += 1
+
+    sys.setprofile(count)
+    try:
+        view.list_model.place(conv(5, "2026-12-04 00:00:00"), 5)  # a reply: to the top
+        QApplication.processEvents()
+    finally:
+        sys.setprofile(None)
+    assert view.list_model.conversation(0) == conv(5, "2026-12-04 00:00:00")
+    assert view.item(0).text() == "chat 5" and view.count() == 10_000
+    assert view.list_model.row_of(5) == 0 and view.list_model.row_of(10_000) == 1
+    assert calls < 2_000, calls  # ~20,000 when each row's count was a Python call
