@@ -1,7 +1,7 @@
 """Frames: how long the window's GUI thread is held while a person uses it.
 
     QT_QPA_PLATFORM=offscreen .venv/bin/python bench/frames.py [--session-seconds 60]
-        [--quick] [--only KEY[,KEY]] [--stacks MS]
+        [--quick] [--only KEY[,KEY]] [--stacks MS] [--profile "STEP;STEP"]
 
 Drives the real app offscreen: ``desktop.app.run_app`` itself (the QApplication, the qasync
 loop from ``desktop.ui.kit.loop.new_loop``, ``Services.open``, the ``MainWindow`` and all the
@@ -12,9 +12,10 @@ The agents: the starter model (SmolLM2-135M, ensured by ``Services``; its reply 
 64 tokens), one "remote" ``openai-compatible`` agent and four more for Compare, all pointing
 at a loopback OpenAI-style server in a separate process (as in ``bench/remote_streams.py``;
 here it also holds the four Compare replies' last chunk until all four have streamed, so they
-end at the same moment). The bench moves the mouse and keyboard through ``QTest`` (clicks on
-the sidebar's rows, the Send buttons, the page buttons; typed characters; PageUp) and waits
-as a person does, with ``asyncio.sleep`` on the app's own loop.
+end at the same moment). The bench moves the mouse and keyboard as the system does, with mouse and
+key events sent to the window (clicks on the sidebar's rows, the Send buttons, the page
+buttons; typed characters; PageUp), and waits as a person does, with ``asyncio.sleep`` on the
+app's own loop.
 
 How "held" is measured (``bench/frames_probe.py``, ``HoldProbe``): a 1 ms ``Qt.PreciseTimer``
 on the GUI thread records how late each timeout comes (gap since the previous one minus 1 ms),
@@ -75,7 +76,10 @@ standard library are compiled into that cache first (once; then only what change
 
 ``--stacks MS``: also sample the GUI thread's Python stack every 5 ms while a turn of the loop
 has run longer than MS, and list the most sampled app frames per scenario (to find a cause).
-``--only`` takes figure names (comma-separated); the others are null. Internal modes:
+``--profile "STEP;STEP"``: cProfile the GUI thread during those session steps (their names
+in ``details.session.by_step``) or the agent switches (``agent switch``); each profile is
+written to ``<temp dir>/frames-profile-STEP.txt``. ``--only`` takes figure names
+(comma-separated); the others are null. Internal modes:
 ``--serve`` (the loopback server) and ``--fill`` (fill a SIMI home).
 """
 
@@ -97,7 +101,7 @@ import sysconfig
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -418,6 +422,18 @@ class Person:
         self.details: dict[str, Any] = {}
         self.profilers: dict[str, cProfile.Profile] = {}  # --profile: session steps
 
+    @contextlib.contextmanager
+    def profiled(self, name: str) -> Iterator[None]:
+        """cProfile what runs meanwhile, when --profile names ``name``."""
+        profiler = self.profilers.get(name)
+        if profiler is not None:
+            profiler.enable()
+        try:
+            yield
+        finally:
+            if profiler is not None:
+                profiler.disable()
+
     # small acts ------------------------------------------------------------------------------
     async def until(self, condition: Callable[[], bool], timeout: float, what: str) -> float:
         began = time.perf_counter()
@@ -558,8 +574,9 @@ class Person:
         for i in range(count):
             agent_id = order[i % len(order)]
             self.probe.mark("agent_switch", agent=names.get(agent_id))
-            self.click_agent(agent_id)
-            await self.settle(0.4)
+            with self.profiled("agent switch"):
+                self.click_agent(agent_id)
+                await self.settle(0.4)
         self.probe.mark(None)
 
     async def open_long(self, count: int) -> None:
@@ -755,14 +772,8 @@ class Person:
                 if rounds > 0 and time.monotonic() >= deadline:
                     break
                 segment = self.probe.mark(f"session:{label}", step=label, round=rounds)
-                profiler = self.profilers.get(label)
-                if profiler is not None:
-                    profiler.enable()
-                try:
+                with self.profiled(label):
                     segment.note.update(await step())
-                finally:
-                    if profiler is not None:
-                        profiler.disable()
                 done += 1
             rounds += 1
         self.probe.mark(None)
@@ -884,7 +895,9 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="fewer steps and runs (tests)")
     parser.add_argument("--only", default="", help="figures to measure, comma-separated")
     parser.add_argument("--stacks", type=float, default=None, metavar="MS")
-    parser.add_argument("--profile", default="", metavar="STEP[;STEP]")
+    parser.add_argument(
+        "--profile", default="", metavar="STEP[;STEP]"
+    )  # session steps, "agent switch"
     parser.add_argument("--serve", nargs=4, type=float, help=argparse.SUPPRESS)
     parser.add_argument("--fill", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--base", help=argparse.SUPPRESS)
