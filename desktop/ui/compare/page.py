@@ -37,8 +37,12 @@ class ComparePage(QTabWidget):
         super().__init__(parent)
         self.setObjectName("ComparePage")
         self.setDocumentMode(True)
-        self.compare = CompareView(services)
-        self.runs = RunsView(services, ask_save_path=ask_save_path, ask_open_path=ask_open_path)
+        # each tab built in place (a child styled once as it comes, not again with its whole
+        # subtree moved in)
+        self.compare = CompareView(services, self)
+        self.runs = RunsView(
+            services, ask_save_path=ask_save_path, ask_open_path=ask_open_path, parent=self
+        )
         self.addTab(self.compare, "Side by side")
         self.addTab(self.runs, "Prompt sets")
         self.setTabToolTip(0, "One prompt to several agents at once, with pairwise votes")

@@ -254,6 +254,7 @@ class MainWindow(QMainWindow):
             self.services,
             open_reply=lambda conv_id, focus_id: self.open_conversation(conv_id, focus_id),
             ask_save_path=lambda *args: self.ask_save_path(*args),
+            parent=self.pages,  # built in place: each child is styled once, as it is added
         )
         page.status.connect(self._say)
         return page
@@ -261,7 +262,7 @@ class MainWindow(QMainWindow):
     def _build_compare_page(self) -> QWidget:
         from desktop.ui.compare.page import ComparePage
 
-        page = ComparePage(self.services, self.ask_save_path, self.ask_open_path)
+        page = ComparePage(self.services, self.ask_save_path, self.ask_open_path, self.pages)
         page.continue_requested.connect(self._continue_compared)
         return page
 
