@@ -337,6 +337,7 @@ class CompareView(QWidget):
                 position,
                 conversation_id=conversation_id,
                 blind=blind,
+                parent=self.splitter,  # built in place, top-down
             )
             column.agent_id = agent_id
             # a column's end of a reply, the pane's final render first: a job per loop pass

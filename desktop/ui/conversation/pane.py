@@ -96,10 +96,12 @@ class ConversationPane(QWidget):
         self.finish_later: Callable[[Callable[[], None]], None] = _at_once
         self.path_loading: asyncio.Task[None] | None = None  # a long branch being read
 
+        # top-down: each part is a child of the pane before it fills, so a widget is styled
+        # once, as it is added, not again when a finished part moves in
         layout = vbox(self)
         self.header = self._build_header()
         layout.addWidget(self.header)
-        self.transcript = Transcript()
+        self.transcript = Transcript(self)
         self.transcript.files = services.attachments  # thumbnails, documents opened
         self.transcript.set_footer_mode(footer_mode)
         layout.addWidget(self.transcript, 1)
@@ -130,7 +132,7 @@ class ConversationPane(QWidget):
 
     # building --------------------------------------------------------------------------------
     def _build_header(self) -> QWidget:
-        header = QFrame()
+        header = QFrame(self)
         header.setObjectName("ChatHeader")
         row = hbox(header, (24, 12, 24, 12), 12)
         self.header_badge = plain(QLabel())
@@ -159,7 +161,7 @@ class ConversationPane(QWidget):
         return header
 
     def _build_composer(self) -> QWidget:
-        area = QWidget()
+        area = QWidget(self)
         column = vbox(area, (24, 8, 24, 12), 6)
         self.edit_banner = InfoBar(
             "Editing your message: Enter sends it as a new branch "

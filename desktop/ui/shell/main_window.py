@@ -397,7 +397,9 @@ class MainWindow(QMainWindow):
             self.page_built("compare") and self.compare_page.busy
         )
 
-    def _make_pane(self, agent: Agent | None, conversation_id: int | None) -> ConversationPane:
+    def _make_pane(
+        self, agent: Agent | None, conversation_id: int | None, parent: QWidget
+    ) -> ConversationPane:
         from desktop.ui.conversation.pane import ConversationPane
 
         return ConversationPane(
@@ -407,6 +409,7 @@ class MainWindow(QMainWindow):
             agents=lambda: self.agents.agents,
             confirm=lambda title, text: self.confirm(title, text),
             footer_mode=self._footer_mode,
+            parent=parent,
         )
 
     def _shown_pane_changed(self) -> None:

@@ -40,7 +40,7 @@ class PaneStack(QStackedWidget):
 
     def __init__(
         self,
-        make_pane: Callable[[Agent | None, int | None], ConversationPane],
+        make_pane: Callable[[Agent | None, int | None, QWidget], ConversationPane],
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
@@ -86,7 +86,7 @@ class PaneStack(QStackedWidget):
 
     # opening and closing ---------------------------------------------------------------------
     def _add(self, agent: Agent | None, conversation_id: int | None) -> ConversationPane:
-        pane = self._make_pane(agent, conversation_id)
+        pane = self._make_pane(agent, conversation_id, self)  # built in place, top-down
         presenter = pane.presenter
         presenter.status_changed.connect(lambda text, p=pane: self._status(p, text))
         presenter.agent_changed.connect(lambda agent, p=pane: self._agent(p, agent))
