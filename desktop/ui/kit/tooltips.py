@@ -12,9 +12,11 @@ Qt's own handling never runs.
 
 Which widget is under the pointer comes from ``input_watch``: at each move (seen at the window,
 before the widget gets it), at a look every 250 ms, and again at once when a filtered widget
-is entered or left (a widget shown or hidden under a still pointer: Qt then moves the pointer
-onto it by itself, and a tooltip may follow 20 ms later). Not one filter on the application:
-that one would be called for every event of every widget (see ``input_watch``).
+is entered or left. Qt sends ``ToolTip`` to the widget that got the last mouse move (then to
+its parents), and a move reaches the window first, so that widget is armed before its tooltip
+can be due; a widget shown under a still pointer gets no tooltip until the pointer moves.
+Not one filter on the application: that one would be called for every event of every widget
+(see ``input_watch``).
 
 Where the text comes from, as Qt finds it:
 
