@@ -501,10 +501,7 @@ def _export(services: Any, args: argparse.Namespace) -> int:
         from pathlib import Path
 
         try:
-            written = write_export(
-                stores.conversations, stores.stats, conv.id, args.format, Path(args.output),
-                stores.attachments, stores.knowledge,
-            )  # fmt: skip
+            written = write_export(stores, conv.id, args.format, Path(args.output))
         except OSError as exc:
             raise UserError(f"Cannot write {args.output}: {exc.strerror or exc}.") from exc
         also = f" (attachments in {written[1]})" if len(written) > 1 else ""

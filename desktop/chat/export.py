@@ -321,21 +321,12 @@ def to_markdown(stores: Stores, conversation_id: int, files_folder: str | None =
     return "\n".join(out).rstrip() + "\n"
 
 
-def write_export(
-    conversations: ConversationStore,
-    stats: StatsStore,
-    conversation_id: int,
-    fmt: str,
-    target: Path,
-    attachments: AttachmentStore | None = None,
-    knowledge: KnowledgeStore | None = None,
-) -> list[Path]:
+def write_export(stores: Stores, conversation_id: int, fmt: str, target: Path) -> list[Path]:
     """Write the conversation to ``target`` as Markdown ("md") or JSON: a Markdown file's
     attachments go into ``<name>_files/`` beside it (replaced if it is there), linked by
-    relative path; with ``knowledge`` (the store) the replies' sources go in too. Returns what
-    was written (the file, then the folder when there is one). The stores come one by one, as
-    the window's File → Export (``ui/shell/transfer.py``) passes them."""
-    stores = Stores(conversations, stats, attachments, knowledge)
+    relative path; with the knowledge store the replies' sources go in too. Returns what was
+    written (the file, then the folder when there is one)."""
+    attachments = stores.attachments
     target = Path(target)
     if fmt != "md":
         target.write_text(dumps(to_json(stores, conversation_id)), encoding="utf-8")
@@ -344,7 +335,7 @@ def write_export(
     folder_name = f"{target.stem}_files"
     used: list[Attachment] = []
     if attachments is not None:
-        path = conversations.messages(conversation_id)
+        path = stores.conversations.messages(conversation_id)
         used = [a for items in attachments.of_messages(m.id for m in path).values() for a in items]
     text = to_markdown(stores, conversation_id, folder_name if used else None)
     if used:

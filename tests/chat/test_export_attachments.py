@@ -110,12 +110,10 @@ def test_markdown_export_writes_the_files_beside_it(services: Any, tmp_path: Pat
     out = tmp_path / "export" / "Tides.md"
     out.parent.mkdir()
     written = write_export(
-        services.conversations,
-        services.stats,
+        Stores(services.conversations, services.stats, services.attachments.store),
         conv_id,
         "md",
         out,
-        services.attachments.store,
     )
     folder = out.parent / "Tides_files"
     assert written == [out, folder]
@@ -157,7 +155,7 @@ def test_a_name_from_an_imported_file_never_leaves_the_export_folder(
     (conv_id,) = import_conversations(data, Stores(services.conversations, services.stats, store))
     out = tmp_path / "deep" / "er" / "Sneaky.md"
     out.parent.mkdir(parents=True)
-    write_export(services.conversations, services.stats, conv_id, "md", out, store)
+    write_export(Stores(services.conversations, services.stats, store), conv_id, "md", out)
     assert (out.parent / "Sneaky_files" / "escape.txt").read_text() == "inside\n"
     assert (
         not (tmp_path / "escape.txt").exists() and not (tmp_path / "deep" / "escape.txt").exists()

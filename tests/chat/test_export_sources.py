@@ -153,15 +153,7 @@ def test_a_path_is_shown_as_text_whatever_it_holds(services: Any) -> None:
 def test_export_import_export_round_trips_the_sources(services: Any, tmp_path: Path) -> None:
     conv_id, cited, _plain = _conversation(services)
     out = tmp_path / "tides.json"
-    write_export(
-        services.conversations,
-        services.stats,
-        conv_id,
-        "json",
-        out,
-        services.attachments.store,
-        services.knowledge.store,
-    )
+    write_export(Stores.of(services), conv_id, "json", out)
     first = json.loads(out.read_text(encoding="utf-8"))
     (new_id,) = _import(services, first)
     again = _json(services, new_id)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from desktop.chat import file_places
-from desktop.chat.export import ExportError, import_into, write_export
+from desktop.chat.export import ExportError, Stores, import_into, write_export
 from desktop.chat.services import Services
 from desktop.ui.kit.async_door import run_blocking, start
 
@@ -20,15 +20,7 @@ from desktop.ui.kit.async_door import run_blocking, start
 def _write_export(services: Services, fmt: str, conversation_id: int, path: str) -> None:
     """The file (a Markdown file's attachments in ``<name>_files/`` beside it; JSON carries
     them inside)."""
-    write_export(
-        services.conversations,
-        services.stats,
-        conversation_id,
-        fmt,
-        Path(path),
-        services.attachments.store,
-        services.knowledge.store if services.knowledge is not None else None,
-    )
+    write_export(Stores.of(services), conversation_id, fmt, Path(path))
 
 
 def _read_json(path: str) -> object:
