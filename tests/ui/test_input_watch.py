@@ -7,7 +7,6 @@ a new chat's pane). These tests hold the watch to the windows and check what it 
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Any
 
@@ -17,23 +16,7 @@ from PySide6.QtWidgets import QApplication, QDialog, QLabel, QLineEdit, QVBoxLay
 
 from desktop.ui.kit.input_watch import input_watch
 from desktop.ui.kit.tooltips import install_plain_tooltips
-
-
-def _python_filter_calls(action: Any) -> int:
-    """How many times a Python ``eventFilter`` ran during ``action()``."""
-    calls = 0
-
-    def count(frame: Any, event: str, arg: Any) -> None:
-        nonlocal calls
-        if event == "call" and frame.f_code.co_name == "eventFilter":
-            calls += 1
-
-    sys.setprofile(count)
-    try:
-        action()
-    finally:
-        sys.setprofile(None)
-    return calls
+from tests.helpers.python_calls import python_calls
 
 
 def test_building_widgets_away_from_the_pointer_runs_no_python_filter(
@@ -54,7 +37,7 @@ def test_building_widgets_away_from_the_pointer_runs_no_python_filter(
         QApplication.processEvents()
         dialogs.append(dialog)
 
-    calls = _python_filter_calls(build)
+    calls = python_calls(build, lambda code: code.co_name == "eventFilter")
     for dialog in dialogs:
         qtbot.addWidget(dialog)
     # ~1,100 events went to those widgets: a filter on the application would have run for

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from desktop.store.agents import Agent
+from tests.helpers.python_calls import python_calls
 
 
 def _titles(window: Any) -> list[str]:
@@ -67,8 +68,6 @@ def test_a_row_moving_in_10_000_conversations_asks_python_only_for_what_is_shown
     """The view lays out every row after an insert or a removal; the row count it asks for at
     each one is C++'s, so a reply moving its conversation to the top costs the rows on screen,
     not 10,000 Python calls (~14 ms held before)."""
-    import sys
-
     from PySide6.QtWidgets import QApplication
 
     from desktop.store.conversations import Conversation
@@ -84,19 +83,12 @@ def test_a_row_moving_in_10_000_conversations_asks_python_only_for_what_is_shown
     view.list_model.set_rows(rows, {})
     view.show()
     QApplication.processEvents()
-    calls = 0
 
-    def count(frame: Any, event: str, arg: Any) -> None:
-        nonlocal calls
-        if event == "call" and "listing.py" in frame.f_code.co_filename:
-            calls += 1
-
-    sys.setprofile(count)
-    try:
+    def move() -> None:
         view.list_model.place(conv(5, "2026-12-04 00:00:00"), 5)  # a reply: to the top
         QApplication.processEvents()
-    finally:
-        sys.setprofile(None)
+
+    calls = python_calls(move, lambda code: "listing.py" in code.co_filename)
     assert view.list_model.conversation(0) == conv(5, "2026-12-04 00:00:00")
     assert view.item(0).text() == "chat 5" and view.count() == 10_000
     assert view.list_model.row_of(5) == 0 and view.list_model.row_of(10_000) == 1
