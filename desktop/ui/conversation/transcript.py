@@ -25,7 +25,6 @@ from desktop.ui.conversation.blit_scroll import BlitContent, BlitScrollArea
 from desktop.ui.conversation.bubble import BUBBLE_MAX_WIDTH, MessageBubble, MessageRow
 from desktop.ui.conversation.paging import (
     BATCH,
-    FIRST_SCREEN,
     PAGE,
     PREFETCH_BUDGET_S,
     Edge,
@@ -370,15 +369,16 @@ class Transcript(BlitScrollArea):
     ) -> None:
         """Show a conversation: the last screen of it, or a screen around ``focus_id``.
 
-        A conversation longer than a screen opens at its newest message: its bubbles are
-        built from the bottom up, as many as PREFETCH_BUDGET_S allows per event-loop turn (the
-        view at the bottom all along), then a screen and a half beyond, in the same way."""
+        A conversation opens at its newest message: its last screen of bubbles is built from
+        the bottom up, as many as PREFETCH_BUDGET_S allows per event-loop turn (the view at the
+        bottom all along), then a screen and a half beyond, in the same way. A short one too:
+        ten bubbles with code took 17 ms in one turn."""
         self._fetch = fetch or _no_fetch
         self._fetched.clear()
         focus = next((i for i, m in enumerate(messages) if m.id == focus_id), None)
         self._paging.open(messages, focus)
         self._stick = focus is None
-        if focus is None and len(messages) > FIRST_SCREEN:
+        if focus is None and messages:
             self._drop_rows(list(self._rows))
             self._owed = self._paging.end - self._paging.start
             self._paging.start = self._paging.end  # nothing built yet: the screen is owed
