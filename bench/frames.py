@@ -725,17 +725,18 @@ class Person:
             return {}
 
         async def stats() -> dict[str, Any]:
-            page = window.stats_page
-            answered: list[bool] = []
-
-            def answer() -> None:
-                answered.append(True)
-
-            page.refreshed.connect(answer)
+            # the page is not asked for before the click: that would build it at once, in
+            # the bench's turn (the click builds it over the next turns of the loop)
+            before = window.stats_page.snapshot if window.page_built("stats") else None
             self.show_page("Stats")
-            await self.until(lambda: bool(answered), 30, "the Stats page answered")
+            await self.until(lambda: window.page_built("stats"), 30, "the Stats page built")
+            page = window.stats_page
+            await self.until(
+                lambda: page.snapshot is not None and page.snapshot is not before,
+                30,
+                "the Stats page answered",
+            )
             await self.settle(0.5)
-            page.refreshed.disconnect(answer)
             return {}
 
         async def compare() -> dict[str, Any]:

@@ -100,6 +100,13 @@ PAGE_MODULES = (
 )
 
 
+def _refresh(page: QWidget) -> None:
+    """A page that reads the store reads it again when shown."""
+    refresh = getattr(page, "refresh", None)
+    if callable(refresh):
+        refresh()
+
+
 class MainWindow(QMainWindow):
     """Signals:
     closed(): once the window has closed (streaming replies stopped, state saved).
@@ -308,10 +315,7 @@ class MainWindow(QMainWindow):
         return self._info_bar
 
     def show_page(self, name: str) -> None:
-        widget = self.pages.show_page(name)
-        refresh = getattr(widget, "refresh", None)
-        if callable(refresh):
-            refresh()
+        self.pages.show_page(name, _refresh)
 
     @property
     def current_page(self) -> str:

@@ -1,7 +1,13 @@
 """The window's right-hand pages (Chat, Models, Stats, Compare, Server): a stack with a button
 each in the sidebar's page bar. A page given as a builder is built when first shown or asked
 for (a plain widget stands in until then), or in a quiet moment (``build_when_idle``): only
-the chat page is built before the window's first paint."""
+the chat page is built before the window's first paint.
+
+A page's first show from its button is spread over three turns of the event loop, so that no
+turn holds the window longer than a frame (the Stats page's build, its first layout and paint
+took 17-26 ms in one turn): the click shows the stand-in; the next turn builds the page out of
+sight (its widgets are styled only when shown); the one after shows it. Asked for by code
+(``page``), a page is built and put in place at once."""
 
 from __future__ import annotations
 
@@ -9,13 +15,15 @@ from collections.abc import Callable
 from functools import partial
 from typing import Generic, Protocol, TypeVar, cast
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QStackedWidget, QToolButton, QWidget
 
 from desktop.ui.kit.idle import WhenIdle
 from desktop.ui.shell.page_bar import PageBar
 
 PageBuilder = Callable[[], QWidget]
+Shown = Callable[[QWidget], None]
+STAGE_MS = 1  # between the stages of a first show: the loop waits, serves input and paints
 P = TypeVar("P", bound=QWidget)
 
 
@@ -27,6 +35,8 @@ class Pages(QStackedWidget):
         self.buttons: dict[str, QToolButton] = {}
         self._widgets: dict[str, QWidget] = {}
         self._builders: dict[str, PageBuilder] = {}  # pages not built yet
+        self._built: dict[str, QWidget] = {}  # built, not in place of their stand-in yet
+        self._on_shown: dict[str, Shown | None] = {}  # first shows under way
 
     def add(
         self, name: str, page: QWidget | PageBuilder, label: str, show: Callable[[], None]
@@ -56,27 +66,60 @@ class Pages(QStackedWidget):
             button.setChecked(True)
 
     def page(self, name: str) -> QWidget:
-        """The page called ``name``, built now if it was not yet."""
+        """The page called ``name``, built and in place now if it was not yet."""
+        self._build(name)
+        self._put_in_place(name)
+        return self._widgets[name]
+
+    def _build(self, name: str) -> None:
+        """Build the page beside its stand-in, hidden (styled when first shown)."""
         builder = self._builders.pop(name, None)
         if builder is not None:
-            stand_in = self._widgets[name]
             widget = builder()
-            self.insertWidget(self.indexOf(stand_in), widget)
+            self.insertWidget(self.indexOf(self._widgets[name]), widget)
+            self._built[name] = widget
+
+    def _put_in_place(self, name: str) -> None:
+        """The built page takes its stand-in's place (and shows, if the stand-in did); a first
+        show under way is then finished."""
+        widget = self._built.pop(name, None)
+        if widget is not None:
+            stand_in = self._widgets[name]
             if self.currentWidget() is stand_in:
                 self.setCurrentWidget(widget)
             self.removeWidget(stand_in)
             stand_in.deleteLater()
             self._widgets[name] = widget
-        return self._widgets[name]
+        if name in self._on_shown:
+            shown = self._on_shown.pop(name)
+            widget = self._widgets[name]
+            if shown is not None and self.currentWidget() is widget:
+                shown(widget)
 
     def built(self, name: str) -> bool:
-        return name in self._widgets and name not in self._builders
+        return name in self._widgets and name not in self._builders and name not in self._built
 
-    def show_page(self, name: str) -> QWidget:
+    def show_page(self, name: str, shown: Shown | None = None) -> None:
+        """Show the page and check its button; ``shown(page)`` once it shows (not called
+        if another page was chosen before it was built). A page's first show in a window on
+        screen comes over the next turns of the loop (see the module's text)."""
+        self.buttons[name].setChecked(True)
+        if name in self._builders and self.isVisible():
+            self.setCurrentWidget(self._widgets[name])  # the stand-in, at once
+            self._on_shown[name] = shown
+            QTimer.singleShot(STAGE_MS, self, partial(self._next_stage, name))
+            return
         widget = self.page(name)
         self.setCurrentWidget(widget)
-        self.buttons[name].setChecked(True)
-        return widget
+        if shown is not None:
+            shown(widget)
+
+    def _next_stage(self, name: str) -> None:
+        if name in self._builders:
+            self._build(name)
+            QTimer.singleShot(STAGE_MS, self, partial(self._next_stage, name))
+        else:
+            self._put_in_place(name)  # (done already if something asked for the page)
 
     @property
     def current(self) -> str:
