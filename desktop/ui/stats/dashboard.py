@@ -11,7 +11,8 @@ Every question goes to SQLite on a worker thread (``dashboard_data.load`` throug
 the newest answer is shown. The page refreshes when shown, on Refresh, and when it sees a new
 call recorded while it is open (a cheap check every few seconds).
 
-Signals: refreshed(): the page shows a new answer; status(str): a line for the window.
+Signals: refreshed(): the page shows a new answer, its chart included (drawn a turn of the
+loop after the table); status(str): a line for the window.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ log = logging.getLogger("simi.ui.dashboard")
 
 DEFAULT_RANGE = "30d"
 WATCH_MS = 4000  # how often an open page checks for newly recorded calls
+CHART_LATER_MS = 1  # the chart waits this long after the table (a turn of the loop between)
 NO_CALLS = "Send a message to any agent; every reply's timing, tokens and cost appear here."
 
 
@@ -364,12 +366,31 @@ class StatsPage(QWidget):
         else:
             self.body.setCurrentIndex(1)
             self._fill(snap)
+            # the chart a turn of the loop later: the table's and the chart's first layout
+            # and paint in one turn held the window 20-22 ms
+            QTimer.singleShot(CHART_LATER_MS, self, lambda: self._fill_chart(snap))
+            return
         self.refreshed.emit()
 
     def _fill(self, snap: Snapshot) -> None:
+        """The figures in words: the table, the headline and the count."""
+        rows = snap.chosen_rows
+        self._fill_table(rows, agent_colors(snap.chosen))
+        said = headline(rows)
+        self.headline.setText(said)
+        self.headline.setVisible(bool(said))
+        calls = sum(int(r["calls"]) for r in rows)
+        total = sum(int(r["calls"]) for r in snap.agents)
+        self.message.setText(
+            f"{calls:,} of {total:,} calls in the range ({len(rows)} of {len(snap.agents)} agents)"
+        )
+
+    def _fill_chart(self, snap: Snapshot) -> None:
+        """The chart and the bars of ``snap``, unless a newer answer came meanwhile."""
+        if snap is not self.snapshot:
+            return
         colors = agent_colors(snap.chosen)
         rows = snap.chosen_rows
-        self._fill_table(rows, colors)
         m = metric(snap.query.metric)
         if not snap.chosen:
             self.chart.empty_text = "No agent chosen: pick some with the Agents button."
@@ -391,19 +412,12 @@ class StatsPage(QWidget):
             ],
             colors,
         )
-        said = headline(rows)
-        self.headline.setText(said)
-        self.headline.setVisible(bool(said))
-        calls = sum(int(r["calls"]) for r in rows)
-        total = sum(int(r["calls"]) for r in snap.agents)
         self.chart_note.setText(
             f"the latest {len(snap.series):,} calls; a dot per call"
             if snap.series_capped
             else "a dot per call; click one to open it"
         )
-        self.message.setText(
-            f"{calls:,} of {total:,} calls in the range ({len(rows)} of {len(snap.agents)} agents)"
-        )
+        self.refreshed.emit()
 
     def _fill_table(self, rows: list[dict[str, Any]], colors: dict[str, QColor]) -> None:
         tools = uses_tools(rows)  # the tool columns only when an agent here used tools
