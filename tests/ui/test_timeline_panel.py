@@ -79,6 +79,7 @@ def _open(qtbot: Any, window: Any, services: Any, row: dict[str, Any], **message
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
     panel = bubble.footer.panel
     assert panel is not None
+    qtbot.waitUntil(panel.isVisible)  # built at the click, shown a loop turn later
     qtbot.waitExposed(panel)
     return panel
 
@@ -114,7 +115,8 @@ def test_clicking_the_footer_line_opens_the_panel_too(
     window.open_conversation(conv_id)
     footer = window.pane.transcript.bubble(reply_id).footer
     qtbot.mouseClick(footer.line, Qt.MouseButton.LeftButton)
-    assert footer.panel is not None and footer.panel.isVisible()
+    assert footer.panel is not None
+    qtbot.waitUntil(footer.panel.isVisible)  # built at the click, shown a loop turn later
 
 
 def test_segments_are_drawn_to_scale(qtbot: Any, window: Any, services: Any) -> None:

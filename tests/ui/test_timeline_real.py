@@ -35,6 +35,7 @@ def _send_and_open(qtbot: Any, window: Any, text: str) -> tuple[Any, dict[str, A
     qtbot.mouseClick(bubble.footer.timeline_button, Qt.MouseButton.LeftButton)
     panel = bubble.footer.panel
     assert panel is not None
+    qtbot.waitUntil(panel.isVisible)  # built at the click, shown a loop turn later
     qtbot.waitExposed(panel)
     return panel, row
 

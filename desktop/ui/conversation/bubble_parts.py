@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import shiboken6
-from PySide6.QtCore import QEvent, QObject, QRect, QSize, Qt
+from PySide6.QtCore import QEvent, QObject, QRect, QSize, Qt, QTimer
 from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import (
     QFrame,
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from desktop.ui.stats.timeline_panel import TimelinePanel
 
 NATURAL_WIDTH_SCAN = 2_000  # longer texts simply take the full bubble width
+SHOW_LATER_MS = 1  # between the stages of a clicked timeline panel (a turn of the loop)
 
 
 def tool_button(text: str, tip: str, name: str = "BubbleAction") -> QToolButton:
@@ -314,7 +315,7 @@ class StatsFooter(QWidget):
             "Timeline", "How long each part of this reply took, drawn to scale"
         )
         self.timeline_button.setAccessibleName("Show the reply timeline")
-        self.timeline_button.clicked.connect(self.open_timeline)
+        self.timeline_button.clicked.connect(self._clicked)
         layout.addWidget(self.timeline_button, 0, Qt.AlignmentFlag.AlignTop)
         self.stats: dict[str, Any] | None = None
         # an agentic reply: every model call's stats row in order, and its tool calls
@@ -388,12 +389,27 @@ class StatsFooter(QWidget):
             and event.button() == Qt.MouseButton.LeftButton
             and not self.timeline_button.isHidden()
         ):
-            self.open_timeline()
+            self._clicked()
             return True
         return super().eventFilter(watched, event)
 
-    def open_timeline(self) -> TimelinePanel:
-        """The panel for this row, over the window (one per footer; shown again if open)."""
+    def _clicked(self) -> None:
+        """The panel over three turns of the loop, a millisecond apart: built; styled and laid
+        out (out of sight); shown. A new window's building, first layout and paint in one turn
+        held the window 17-19 ms (bench/frames.py)."""
+        panel = self.open_timeline(show=False)
+
+        def lay_out() -> None:
+            panel.ensurePolished()  # the panel and its children
+            if (layout := panel.layout()) is not None:
+                layout.activate()  # the labels' text is laid out at the panel's size
+            QTimer.singleShot(SHOW_LATER_MS, panel, panel.show)
+
+        QTimer.singleShot(SHOW_LATER_MS, panel, lay_out)
+
+    def open_timeline(self, show: bool = True) -> TimelinePanel:
+        """The panel for this row, over the window (one per footer; shown again if open);
+        ``show``: now (else the caller shows it)."""
         from desktop.ui.stats.timeline_panel import TimelinePanel  # built on first use only
 
         old = self.panel if self.panel is not None and shiboken6.isValid(self.panel) else None
@@ -404,6 +420,7 @@ class StatsFooter(QWidget):
         panel.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, True)
         if where is not None:
             panel.setGeometry(where)
-        panel.show()
+        if show:
+            panel.show()
         self.panel = panel
         return panel
