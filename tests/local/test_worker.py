@@ -10,6 +10,7 @@ import pytest
 
 from desktop.llm.events import PrefillProgress, TextDelta
 from desktop.local.starter import STARTER_AGENT_NAME
+from desktop.local.worker import WORKER_NICE
 
 pytestmark = pytest.mark.slow
 
@@ -123,3 +124,34 @@ def test_unresponsive_worker_is_killed_and_reloaded(services) -> None:
     assert not worker.alive and worker.state == "unloaded"
     again = asyncio.run(services.chat.run(services.chat.begin(conv.id, agent, "Hi")))
     assert again.status == "complete" and worker.pid != frozen_pid
+
+
+def _nice_values(pid: int) -> dict[int, int]:
+    """Each thread of the process: its nice value (field 19 of /proc/PID/task/TID/stat)."""
+    values = {}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/stat") as stat:
+            fields = stat.read().rpartition(")")[2].split()
+        values[int(task)] = int(fields[16])  # after the name: state is field 3, nice is 19
+    return values
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads Linux's /proc")
+def test_llama_cpp_threads_yield_the_cpu_to_the_window(services) -> None:
+    """While a reply decodes, every thread of the worker (llama.cpp's compute threads too) runs
+    below the app's priority, so a click on a small machine is not queued behind them."""
+    worker = services.local.worker
+    agent = _starter(services, max_tokens=200, seed=3)
+    conv = services.conversations.create(agent.id)
+    turn = services.chat.begin(conv.id, agent, "Write a long poem about rivers.")
+    seen: dict[int, int] = {}
+
+    def look(_task) -> None:
+        seen.update(_nice_values(worker.pid))
+
+    result = _run_until(services, turn, 5, look)
+    assert result.status == "complete"
+    app_nice = os.getpriority(os.PRIO_PROCESS, 0)
+    assert seen  # its main thread, and llama.cpp's compute threads when it has more than one
+    # (a thread the import started runs lower still: see _import_llama_quietly)
+    assert all(nice >= min(19, app_nice + WORKER_NICE) for nice in seen.values()), seen
