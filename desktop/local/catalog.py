@@ -231,13 +231,17 @@ def read_model_info(path: str | os.PathLike[str]) -> ModelInfo:
 
 class InfoCache:
     """``read_model_info`` remembered per (path, mtime, size): cheap enough to call on every
-    keystroke of an editor, and a replaced file is read again. Thread-safe; errors cached too."""
+    keystroke of an editor, and a replaced file is read again. Thread-safe; errors cached too.
+    Callers asking for the same file at once share one read: picking a local agent asks from
+    two worker threads (its pane's header, loading it ahead), and two reads of a header in
+    Python took the GIL from the GUI thread for 13 ms (bench/frames.py, the first switch)."""
 
     def __init__(self, capacity: int = 128) -> None:
         self._items: collections.OrderedDict[tuple[str, int, int], ModelInfo | ModelFileError]
         self._items = collections.OrderedDict()
         self._capacity = capacity
         self._lock = threading.Lock()
+        self._reading: dict[tuple[str, int, int], threading.Lock] = {}  # one read per file
 
     def peek(self, path: str | os.PathLike[str]) -> ModelInfo | ModelFileError | None:
         """The remembered answer for the file as it is now, or None (never reads the file)."""
@@ -260,15 +264,23 @@ class InfoCache:
             hit = self._items.get(key)
             if hit is not None:
                 self._items.move_to_end(key)
+            reading = self._reading.setdefault(key, threading.Lock())
         if hit is None:
-            try:
-                hit = read_model_info(p)
-            except ModelFileError as exc:
-                hit = exc
-            with self._lock:
-                self._items[key] = hit
-                while len(self._items) > self._capacity:
-                    self._items.popitem(last=False)
+            with reading:  # a second caller waits here for the first one's answer
+                with self._lock:
+                    hit = self._items.get(key)
+                if hit is None:
+                    try:
+                        hit = read_model_info(p)
+                    except ModelFileError as exc:
+                        hit = exc
+                    with self._lock:
+                        self._items[key] = hit
+                        while len(self._items) > self._capacity:
+                            self._items.popitem(last=False)
+        with self._lock:
+            if self._reading.get(key) is reading and not reading.locked():
+                del self._reading[key]
         if isinstance(hit, ModelFileError):
             raise ModelFileError(hit.path, hit.reason)
         return hit

@@ -67,3 +67,36 @@ def test_info_cache_rereads_a_replaced_file(tmp_path: Path) -> None:
     gguf_files.rewrite_starter(tmp_path / "other.gguf", drop_kv=("tokenizer.chat_template",))
     (tmp_path / "other.gguf").replace(path)
     assert not cache.get(path).chat_template_present
+
+
+def test_callers_asking_for_one_file_at_once_share_one_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Picking a local agent asks for its header from two worker threads at once; a header
+    read is Python work that holds the GIL, so the second waits for the first's answer."""
+    import threading
+    import time
+
+    from desktop.local import catalog as catalog_module
+
+    model = gguf_files.rewrite_starter(tmp_path / "model.gguf")
+    real = catalog_module.read_model_info
+    reads: list[str] = []
+
+    def counted(path):  # the real read, slowed so that the two calls overlap
+        reads.append(str(path))
+        time.sleep(0.2)
+        return real(path)
+
+    monkeypatch.setattr(catalog_module, "read_model_info", counted)
+    cache = InfoCache()
+    answers: list[object] = []
+    threads = [threading.Thread(target=lambda: answers.append(cache.get(model))) for _ in "ab"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert reads == [str(model)]
+    assert len(answers) == 2 and answers[0] is answers[1]
+    assert answers[0].architecture == "llama"
+    assert cache._reading == {}  # nothing kept per read once it is done
