@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # imported at run time inside the functions: PySide6 (see abo
     from desktop.ui.shell.main_window import MainWindow
 
 log = logging.getLogger("simi.app")
+GUI_SWITCH_INTERVAL_S = 0.001  # sys.setswitchinterval in the window process (see run_app)
 
 StoreChoice = Literal["move_aside", "retry", "quit"]
 
@@ -232,6 +233,10 @@ def run_app(argv: list[str] | None = None) -> int:
         window.close()
         return 1
 
+    # A Python thread at work (the warm-up's imports, a model header read, the stats query)
+    # keeps the GIL up to the switch interval each time the GUI thread calls into Python (a
+    # paint, a slot): 5 ms by default, several times in one turn of the loop. 1 ms bounds it.
+    sys.setswitchinterval(GUI_SWITCH_INTERVAL_S)
     loop = new_loop(app)
     collector = GuiThreadGarbageCollector(app)
     CrashReporter().install(loop)
