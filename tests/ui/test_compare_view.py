@@ -448,3 +448,22 @@ def test_editing_a_question_in_one_column_shows_that_columns_composer_until_sent
     assert not left.pane.composer_area.isVisible()  # hidden again: the view's composer sends
     assert [m.content for m in _replies(services, left) if m.role == "user"] == ["edited"]
     assert [m.content for m in _replies(services, right) if m.role == "user"] == ["original"]
+
+
+def test_picked_agents_get_their_columns_one_per_loop_turn_in_order(
+    qtbot: Any, make_view: Any, services: Any
+) -> None:
+    """Four columns built at once held the window 28-38 ms: the first comes with the pick,
+    the others one per loop turn, left to right; anything that asks for the columns (a Send)
+    gets all of them."""
+    agents = [_remote(services, f"Agent {i}", _ticker()) for i in range(4)]  # never called
+    view = make_view()
+    view.set_agents(agents)
+    assert [c.agent_name for c in view._columns] == ["Agent 0"]  # built so far
+    assert not view.empty.isVisible() and view.scroller.isVisible()
+    qtbot.waitUntil(lambda: len(view._columns) == 4)
+    assert [c.agent_name for c in view.columns] == [f"Agent {i}" for i in range(4)]
+    view.set_agents(agents[:2])  # a new set: the old columns go, the new come the same way
+    assert [c.agent_name for c in view.columns] == ["Agent 0", "Agent 1"]  # asked: all now
+    qtbot.wait(20)
+    assert len(view.columns) == 2 and len(view.splitter.sizes()) == 2

@@ -92,6 +92,11 @@ class TurnQueue:
         while self._jobs:
             self._jobs.popleft()()
 
+    def clear(self) -> None:
+        """Drop the jobs left."""
+        self._timer.stop()
+        self._jobs.clear()
+
 
 def _saved_pick(name: str, width: int, activated: Callable[[int], None]) -> QComboBox:
     """A menu of saved things (sets, comparisons) ``width`` characters wide, however long
@@ -115,7 +120,10 @@ class CompareView(QWidget):
         super().__init__(parent)
         self.setObjectName("CompareView")
         self.services = services
-        self.columns: list[CompareColumn] = []
+        self._columns: list[CompareColumn] = []  # those built so far (see columns)
+        # A new set of columns is built one column per loop turn: four at once held the
+        # window 28-38 ms (bench/frames.py). Asking for ``columns`` builds the rest now.
+        self._building = TurnQueue(self)
         self.session_id: int | None = None
         self.prompt = ""  # the prompt the columns answered last (votes are stored with it)
         self._agents: list[Agent] = []  # as picked (column order unless blind)
@@ -236,9 +244,16 @@ class CompareView(QWidget):
 
     # state -----------------------------------------------------------------------------------
     @property
+    def columns(self) -> list[CompareColumn]:
+        """The columns, left to right; those still to be built are built now."""
+        self._building.run_all()
+        return self._columns
+
+    @property
     def busy(self) -> bool:
         """A reply streams, or a sent prompt has columns still to start."""
-        return bool(self._starting or self._sending) or any(c.busy for c in self.columns)
+        # (a column still to be built answers nothing yet)
+        return bool(self._starting or self._sending) or any(c.busy for c in self._columns)
 
     @property
     def agents(self) -> list[Agent]:
@@ -286,7 +301,7 @@ class CompareView(QWidget):
         self.save_set_button.setEnabled(bool(self._agents) and all(a.id for a in self._agents))
         self.new_button.setEnabled(not busy and started)
         has_text = not self.composer.document().isEmpty() or bool(self.files.row.attachments())
-        sendable = any(c.agent is not None for c in self.columns) and self.files.ready
+        sendable = any(c.agent is not None for c in self._columns) and self.files.ready
         self.send_button.setText("Stop all" if busy else "Send")
         self.send_button.setAccessibleName("Stop all" if busy else "Send to every agent")
         self.send_button.setToolTip("Stop every column's reply (Esc)" if busy else "Send (Enter)")
@@ -294,8 +309,8 @@ class CompareView(QWidget):
         self.send_button.style().unpolish(self.send_button)
         self.send_button.style().polish(self.send_button)
         self.send_button.setEnabled(busy or (has_text and sendable))
-        self.empty.setVisible(not self.columns)
-        self.scroller.setVisible(bool(self.columns))
+        self.empty.setVisible(not self._columns)
+        self.scroller.setVisible(bool(self._columns))
 
     # columns ---------------------------------------------------------------------------------
     def set_agents(self, agents: list[Agent]) -> None:
@@ -322,34 +337,50 @@ class CompareView(QWidget):
         self, specs: list[tuple[Agent | None, int | None, str, int | None]], blind: bool
     ) -> None:
         self._later.run_all()  # the last prompt's marks and all_finished, for these columns
-        for column in self.columns:
+        self._building.clear()  # the columns of an earlier set not built yet
+        for column in self._columns:
             column.setParent(None)
             column.deleteLater()
-        self.columns = []
+        self._columns = []
         self._pending.clear()
         self._ended = False
-        for position, (agent, agent_id, name, conversation_id) in enumerate(specs):
-            column = CompareColumn(
-                self.services,
-                agent,
-                name,
-                column_label(position),
-                position,
-                conversation_id=conversation_id,
-                blind=blind,
-                parent=self.splitter,  # built in place, top-down
-            )
-            column.agent_id = agent_id
-            # a column's end of a reply, the pane's final render first: a job per loop pass
-            column.later = column.pane.finish_later = self._later.add
-            column.pane.presenter.busy_changed.connect(lambda _busy: self._settle_later())
-            column.finished.connect(lambda c=column: self._column_finished(c))
-            column.continue_requested.connect(self.continue_requested)
-            self.splitter.addWidget(column)
-            self.columns.append(column)
-        self.splitter.setSizes([1000] * len(self.columns))
         self.vote_bar.hide()
+        for position, spec in enumerate(specs):  # the first now, the others a turn each
+            add = partial(self._add_column, position, spec, blind)
+            if position == 0:
+                add()
+            else:
+                self._building.add(add)
         self._update_controls()
+
+    def _add_column(
+        self,
+        position: int,
+        spec: tuple[Agent | None, int | None, str, int | None],
+        blind: bool,
+    ) -> None:
+        agent, agent_id, name, conversation_id = spec
+        column = CompareColumn(
+            self.services,
+            agent,
+            name,
+            column_label(position),
+            position,
+            conversation_id=conversation_id,
+            blind=blind,
+            parent=self.splitter,  # built in place, top-down
+        )
+        column.agent_id = agent_id
+        # a column's end of a reply, the pane's final render first: a job per loop pass
+        column.later = column.pane.finish_later = self._later.add
+        column.pane.presenter.busy_changed.connect(lambda _busy: self._settle_later())
+        column.finished.connect(lambda c=column: self._column_finished(c))
+        column.continue_requested.connect(self.continue_requested)
+        self.splitter.addWidget(column)
+        self._columns.append(column)
+        self.splitter.setSizes([1000] * len(self._columns))
+        if position > 0 and not len(self._building):  # the last of a set built a turn later
+            self._update_controls()
 
     def refresh_agents(self, agents: dict[int, Agent]) -> None:
         """Agents were edited elsewhere: each column answers with the current version (with
