@@ -12,6 +12,7 @@ import asyncio
 from typing import Any
 
 from desktop.ui.compare.page import ComparePage
+from desktop.ui.compare.runs_view import RunsView
 from tests.ui.test_compare_view import TIMEOUT_MS, _remote, _ticker
 
 
@@ -24,6 +25,14 @@ def test_the_compare_page_holds_side_by_side_and_prompt_sets(
     assert isinstance(page, ComparePage) and window.current_page == "compare"
     assert [page.tabText(i) for i in range(page.count())] == ["Side by side", "Prompt sets"]
     assert page.currentWidget() is page.compare and not window.busy
+    # "Prompt sets" is built when first chosen (with it, the page's build held the window
+    # 20 ms in one turn), in its place, with its tooltip
+    assert page._runs is None
+    page.setCurrentIndex(1)
+    runs = page._runs
+    assert isinstance(runs, RunsView) and page.currentWidget() is runs and runs.isVisible()
+    assert page.tabText(1) == "Prompt sets" and "prompts" in page.tabToolTip(1)
+    assert page.runs is runs and not window.busy
 
 
 def test_continue_with_this_one_opens_the_column_as_a_chat(
