@@ -172,10 +172,15 @@ def warm_up_after_first_paint(
     keyring notice if one is due and the other pages, one per idle moment."""
     from desktop import preload
     from desktop.ui.kit.async_door import run_blocking, start
+    from desktop.ui.markdown.render import warm_code_highlighting
     from desktop.ui.shell.main_window import PAGE_MODULES
 
+    plan = preload.steps(
+        services.secrets, PAGE_MODULES, [("code highlighting", warm_code_highlighting)]
+    )
+
     async def warm_up() -> None:
-        await run_blocking(preload.warm_up, preload.steps(services.secrets, PAGE_MODULES))
+        await run_blocking(preload.warm_up, plan)
         collector.freeze_long_lived()  # the modules just loaded stay loaded
         _ = window.info_bar
         window.build_pages_when_idle()

@@ -62,16 +62,19 @@ def imports(names: Iterable[str]) -> list[tuple[str, Callable[[], object]]]:
 
 
 def steps(
-    secrets: SecretStore | None, pages: Iterable[str] = ()
+    secrets: SecretStore | None,
+    pages: Iterable[str] = (),
+    more: Iterable[tuple[str, Callable[[], object]]] = (),
 ) -> list[tuple[str, Callable[[], object]]]:
     """The warm-up's plan; ``pages``: the modules of the window's pages built after start
     (a page's first show then builds its widgets only: the dashboard's import was 9 ms of
-    the 34 ms its first show held the window)."""
+    the 34 ms its first show held the window); ``more``: the window's own steps after them
+    (code highlighting's lexers)."""
     out = imports(HTTP_MODULES)
     out.append(("the default trust store", _tls))
     if secrets is not None:
         out.append(("the keyring backend", secrets.choose_backend))
-    return out + imports(pages) + imports(LATER_MODULES)
+    return out + imports(pages) + list(more) + imports(LATER_MODULES)
 
 
 def warm_up(plan: Iterable[tuple[str, Callable[[], object]]]) -> dict[str, float]:
