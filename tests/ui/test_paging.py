@@ -158,7 +158,7 @@ def test_prefetch_starts_within_a_screen_and_a_half_of_an_unbuilt_edge() -> None
 def test_a_batch_stops_when_building_it_takes_longer_than_the_budget() -> None:
     clock = FakeClock()
     paging = opened(clock=clock)
-    step = 0.003  # each row takes 3 ms: a fourth would end past the 10 ms budget (at 12 ms)
+    step = PREFETCH_BUDGET_S / 3.5  # a fourth row would end past the budget (at 4/3.5 of it)
 
     def make(i: int) -> str:
         clock.now += step

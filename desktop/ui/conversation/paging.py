@@ -19,8 +19,9 @@ from typing import Generic, Literal, TypeVar
 FIRST_SCREEN = 12  # messages built at once when a conversation opens; the rest follow
 PAGE = 40  # messages built by "Show earlier/later messages"
 BATCH = 8  # messages built per event-loop turn while the view nears an unbuilt edge, at most
-PREFETCH_BUDGET_S = 0.010  # ... and fewer when building them would take longer than this (a
-# loop turn also lays the rows out and paints: ~4-5 ms more, within a 16 ms frame)
+PREFETCH_BUDGET_S = 0.008  # ... and fewer when building them would take longer than this (a
+# loop turn also lays the rows out and paints: ~4-5 ms more, within a 16 ms frame; at 10 ms
+# the first switch of conversations in bench/frames.py held 15 ms)
 PREFETCH_SCREENS = 1.5  # build ahead while the view is this many heights from an edge
 MAX_LOADED = 120  # rows alive at most; the far end of the window is shed beyond this
 
