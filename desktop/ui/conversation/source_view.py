@@ -40,7 +40,7 @@ from PySide6.QtWidgets import (
 from desktop.ui.kit.async_door import loop_running, run_blocking, start
 from desktop.ui.kit.elided_label import ElidedLabel
 from desktop.ui.kit.theme import current_colors
-from desktop.ui.kit.widgets import hbox, plain, vbox
+from desktop.ui.kit.widgets import fit_over, hbox, plain, vbox
 
 MAX_BYTES = 20 * 1024 * 1024  # a bigger file shows its passage only
 CONTEXT_LINES = 3  # lines shown above the passage when the viewer scrolls to it
@@ -247,7 +247,7 @@ class SourceViewer(QDialog):
 
         self.shown: Shown | None = None
         self.loading: asyncio.Task[None] | None = None
-        self._fit_to(parent)
+        fit_over(self, parent, PREFERRED_W, PREFERRED_H, 40)
         if loop_running():
             self.note.setText(f"Reading {name}…")
             self.loading = start(self._load(), name="source-viewer")
@@ -318,15 +318,6 @@ class SourceViewer(QDialog):
         if not open_file(QUrl.fromLocalFile(path)):
             self.note.setText("No app on this computer opened the file.")
             self.note.show()
-
-    def _fit_to(self, parent: QWidget | None) -> None:
-        host = parent.window() if parent is not None else None
-        if host is None:
-            self.resize(PREFERRED_W, PREFERRED_H)
-            return
-        self.resize(min(PREFERRED_W, host.width() - 40), min(PREFERRED_H, host.height() - 40))
-        center = host.frameGeometry().center()
-        self.move(center.x() - self.width() // 2, center.y() - self.height() // 2)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if self.loading is not None:

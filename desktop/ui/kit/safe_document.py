@@ -14,10 +14,18 @@ Every document that shows text from a model, a tool, a server or a file is a ``S
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import lru_cache
 
 from PySide6.QtCore import QByteArray, QUrl
-from PySide6.QtGui import QImage, QTextCharFormat, QTextCursor, QTextDocument, QTextFormat
+from PySide6.QtGui import (
+    QImage,
+    QTextCharFormat,
+    QTextCursor,
+    QTextDocument,
+    QTextFormat,
+    QTextFragment,
+)
 
 IMAGE_MARK = "▣"  # in every common UI font (an emoji may show as a box)
 ADDRESS_CHARS = 80  # a data: address can be megabytes long
@@ -49,19 +57,28 @@ def image_words(alt: str, address: str) -> str:
     return f"{IMAGE_MARK} {alt.strip() or 'image'} (image: {short_address(address)})"
 
 
-def images_as_text(doc: QTextDocument) -> int:
-    """Every image in ``doc`` becomes its alt text and address, a link to the address (opened
-    only when clicked, and only a web address); the number replaced."""
-    found: list[tuple[int, int, QTextCharFormat]] = []
+def fragments(doc: QTextDocument) -> Iterator[QTextFragment]:
+    """Each run of text in ``doc`` with one character format, block by block, in order (the
+    caller changes the document only once the walk is over)."""
     block = doc.begin()
     while block.isValid():
         it = block.begin()
         while not it.atEnd():
             fragment = it.fragment()
-            if fragment.isValid() and fragment.charFormat().isImageFormat():
-                found.append((fragment.position(), fragment.length(), fragment.charFormat()))
+            if fragment.isValid():
+                yield fragment
             it += 1
         block = block.next()
+
+
+def images_as_text(doc: QTextDocument) -> int:
+    """Every image in ``doc`` becomes its alt text and address, a link to the address (opened
+    only when clicked, and only a web address); the number replaced."""
+    found = [
+        (fragment.position(), fragment.length(), fragment.charFormat())
+        for fragment in fragments(doc)
+        if fragment.charFormat().isImageFormat()
+    ]
     for position, length, fmt in reversed(found):
         image = fmt.toImageFormat()
         address = image.name()

@@ -201,6 +201,18 @@ def column_scroll(name: str = "") -> QScrollArea:
     return area
 
 
+def fit_over(window: QWidget, parent: QWidget | None, width: int, height: int, margin: int) -> None:
+    """``window`` (a panel of its own) at ``width``×``height``, or the parent window's size
+    less ``margin`` where that is smaller, centred over the parent window."""
+    host = parent.window() if parent is not None else None
+    if host is None:
+        window.resize(width, height)
+        return
+    window.resize(min(width, host.width() - margin), min(height, host.height() - margin))
+    center = host.frameGeometry().center()
+    window.move(center.x() - window.width() // 2, center.y() - window.height() // 2)
+
+
 def _set(box: Box, margins: Margins, spacing: int) -> Box:
     """``vbox``/``hbox``: a column/row layout (on ``parent`` when given), margins, spacing."""
     box.setContentsMargins(*margins)

@@ -39,7 +39,13 @@ from PySide6.QtGui import (
 )
 
 from desktop.chat.md_blocks import Block
-from desktop.ui.kit.safe_document import IMAGE_MARK, SafeDocument, images_as_text, short_address
+from desktop.ui.kit.safe_document import (
+    IMAGE_MARK,
+    SafeDocument,
+    fragments,
+    images_as_text,
+    short_address,
+)
 from desktop.ui.kit.theme import Colors
 
 if TYPE_CHECKING:
@@ -116,22 +122,14 @@ def link_citations(doc: QTextDocument, numbers: frozenset[int]) -> None:
     """Every "[n]" of prose whose n is in ``numbers`` becomes a link to that source; in code
     spans, in a link's words, or for any other n it stays text."""
     found: list[tuple[int, int, int]] = []
-    block = doc.begin()
-    while block.isValid():
-        it = block.begin()
-        while not it.atEnd():
-            fragment = it.fragment()
-            it += 1
-            fmt = fragment.charFormat() if fragment.isValid() else None
-            if fmt is None or fmt.isAnchor() or fmt.fontFixedPitch():
-                continue
-            if fmt.fontFamilies() == ["monospace"]:
-                continue
-            for match in _CITATION.finditer(fragment.text()):
-                if int(match[1]) in numbers:
-                    at = fragment.position() + match.start()
-                    found.append((at, at + len(match[0]), int(match[1])))
-        block = block.next()
+    for fragment in fragments(doc):
+        fmt = fragment.charFormat()
+        if fmt.isAnchor() or fmt.fontFixedPitch() or fmt.fontFamilies() == ["monospace"]:
+            continue
+        for match in _CITATION.finditer(fragment.text()):
+            if int(match[1]) in numbers:
+                at = fragment.position() + match.start()
+                found.append((at, at + len(match[0]), int(match[1])))
     for start, end, number in found:
         link = QTextCharFormat()
         link.setAnchor(True)

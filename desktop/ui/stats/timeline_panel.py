@@ -32,7 +32,7 @@ from desktop.chat.timeline import Marker, Segment, Timeline, build_timeline
 from desktop.chat.timeline_facts import Fact
 from desktop.chat.turn_timeline import STATUS_WORDS, TurnTimeline, build_turn_timeline
 from desktop.ui.kit.theme import Colors, current_colors, current_text_scale, scale_font_sizes
-from desktop.ui.kit.widgets import push_button, scroll_column
+from desktop.ui.kit.widgets import fit_over, push_button, scroll_column
 from desktop.ui.stats.timeline_chart import SplitBar, Swatch, TimelineChart, kind_color
 from desktop.ui.stats.timeline_help import TimelineHelp
 
@@ -140,7 +140,7 @@ class TimelinePanel(QDialog):
         self._copy_reset.setSingleShot(True)
         self._copy_reset.setInterval(1500)
         self._copy_reset.timeout.connect(lambda: self.copy_button.setText("Copy as text"))
-        self._fit_to(parent)
+        fit_over(self, parent, PREFERRED_W, PREFERRED_H, 16)
 
     # building ---------------------------------------------------------------------------------
     def _build_call(self, with_title: bool) -> None:
@@ -388,16 +388,6 @@ class TimelinePanel(QDialog):
             return f'<span style="color:{color}">■</span>'
 
         caption.setText("   ".join(f"{square(kind)} {escape(name)}" for kind, name in keyed))
-
-    def _fit_to(self, parent: QWidget | None) -> None:
-        """The preferred size, or the parent window's less a margin (720×480 still fits)."""
-        host = parent.window() if parent is not None else None
-        if host is None:
-            self.resize(PREFERRED_W, PREFERRED_H)
-            return
-        self.resize(min(PREFERRED_W, host.width() - 16), min(PREFERRED_H, host.height() - 16))
-        center = host.frameGeometry().center()
-        self.move(center.x() - self.width() // 2, center.y() - self.height() // 2)
 
     # colours ----------------------------------------------------------------------------------
     def _apply_colors(self) -> None:
