@@ -352,6 +352,9 @@ def test_empty_states_tell_a_new_user_what_to_do(
     qtbot: Any, services: Any, make_window: Any
 ) -> None:
     window = make_window(services)
+    before = window.stats_page  # built; its first answer not read yet
+    assert before.empty_title.text() == "Reading the stats…" and not before.empty_hint.text()
+    assert before.all_time_button.isHidden()
     page = _open_page(window, qtbot)
     assert page.body.currentIndex() == 0
     assert page.empty_title.text() == "No calls yet"
@@ -516,6 +519,7 @@ def test_a_database_that_cannot_be_read_is_said_in_words_and_refresh_recovers(
     window.show_page("stats")
     qtbot.waitUntil(lambda: "Could not read the stats" in page.message.text())
     assert page.message.text() == "Could not read the stats (database is locked). Try Refresh."
+    assert page.empty_title.text() == "Could not read the stats"  # not "Reading…" for ever
     monkeypatch.setattr(services.stats, "summary", real)
     with qtbot.waitSignal(page.refreshed, timeout=10_000):
         page.refresh_button.click()

@@ -71,6 +71,7 @@ log = logging.getLogger("simi.ui.dashboard")
 DEFAULT_RANGE = "30d"
 WATCH_MS = 4000  # how often an open page checks for newly recorded calls
 CHART_LATER_MS = 1  # the chart waits this long after the table (a turn of the loop between)
+READING = "Reading the stats…"
 NO_CALLS = "Send a message to any agent; every reply's timing, tokens and cost appear here."
 
 
@@ -194,12 +195,14 @@ class StatsPage(QWidget):
         page = QWidget()
         layout = vbox(page, (24, 24, 24, 24), 10)
         layout.addStretch(1)
-        self.empty_title = QLabel("No calls yet")
+        # until the first answer (a moment): not "No calls yet" to someone with 100,000
+        self.empty_title = QLabel(READING)
         self.empty_title.setObjectName("EmptyTitle")
-        self.empty_hint = QLabel(NO_CALLS)
+        self.empty_hint = QLabel("")
         self.empty_hint.setObjectName("EmptyHint")
         self.empty_hint.setWordWrap(True)
         self.all_time_button = QPushButton("Show all time")
+        self.all_time_button.setVisible(False)
         self.all_time_button.clicked.connect(
             lambda: self.range_box.setCurrentIndex(self.range_box.findData("all"))
         )
@@ -341,6 +344,8 @@ class StatsPage(QWidget):
             except (sqlite3.Error, UserError) as exc:  # locked or broken: say so, keep the page
                 log.warning("stats query failed: %s", exc)
                 self._say(f"Could not read the stats ({exc}). Try Refresh.")
+                if self.snapshot is None:  # nothing shown yet: not "Reading…" for ever
+                    self.empty_title.setText("Could not read the stats")
                 return
             if self._want is None:
                 self._show(snap)
