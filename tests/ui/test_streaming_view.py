@@ -178,6 +178,7 @@ def test_streaming_paints_only_the_new_strip_and_leaves_no_stale_pixels(
             for k in range(100, 100 + earlier)
         ]
     )
+    view.finish_opening()  # the opening screen is built over a few turns: all of it, now
     view.add_message(_streaming(1))
     _settle(qapp)
     if not earlier:  # a reply alone scrolls once it is taller than the view
