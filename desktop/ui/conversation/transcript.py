@@ -383,7 +383,8 @@ class Transcript(BlitScrollArea):
             self._owed = self._paging.end - self._paging.start
             self._paging.start = self._paging.end  # nothing built yet: the screen is owed
             self._update_chrome()
-            self._grow("top", self._owed, PREFETCH_BUDGET_S)
+            # half the budget in this turn: it also shows the pane and reads the messages
+            self._grow("top", self._owed, PREFETCH_BUDGET_S / 2)
         else:
             self._rebuild()
         if focus_id is not None:
