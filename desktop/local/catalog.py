@@ -243,6 +243,27 @@ class InfoCache:
         self._lock = threading.Lock()
         self._reading: dict[tuple[str, int, int], threading.Lock] = {}  # one read per file
 
+    def _read_once(self, p: Path, key: tuple[str, int, int]) -> ModelInfo | ModelFileError:
+        """Read the file and remember the answer; a caller asking meanwhile waits for it."""
+        with self._lock:
+            reading = self._reading.setdefault(key, threading.Lock())
+        with reading:
+            with self._lock:
+                hit = self._items.get(key)
+            if hit is None:
+                try:
+                    hit = read_model_info(p)
+                except ModelFileError as exc:
+                    hit = exc
+                with self._lock:
+                    self._items[key] = hit
+                    while len(self._items) > self._capacity:
+                        self._items.popitem(last=False)
+        with self._lock:
+            if self._reading.get(key) is reading and not reading.locked():
+                del self._reading[key]  # the last one out
+        return hit
+
     def peek(self, path: str | os.PathLike[str]) -> ModelInfo | ModelFileError | None:
         """The remembered answer for the file as it is now, or None (never reads the file)."""
         p = Path(path)
@@ -264,23 +285,8 @@ class InfoCache:
             hit = self._items.get(key)
             if hit is not None:
                 self._items.move_to_end(key)
-            reading = self._reading.setdefault(key, threading.Lock())
         if hit is None:
-            with reading:  # a second caller waits here for the first one's answer
-                with self._lock:
-                    hit = self._items.get(key)
-                if hit is None:
-                    try:
-                        hit = read_model_info(p)
-                    except ModelFileError as exc:
-                        hit = exc
-                    with self._lock:
-                        self._items[key] = hit
-                        while len(self._items) > self._capacity:
-                            self._items.popitem(last=False)
-        with self._lock:
-            if self._reading.get(key) is reading and not reading.locked():
-                del self._reading[key]
+            hit = self._read_once(p, key)
         if isinstance(hit, ModelFileError):
             raise ModelFileError(hit.path, hit.reason)
         return hit

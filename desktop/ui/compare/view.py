@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import random
 import string
-from collections import deque
 from collections.abc import Callable, Sequence
 from functools import partial
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QDoubleValidator, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -43,6 +42,7 @@ from desktop.ui.compare.column import CompareColumn, fair_agent, winners
 from desktop.ui.compare.composer import CompareComposer, files_title
 from desktop.ui.compare.picker import MAX_AGENTS, MIN_AGENTS, AgentPicker
 from desktop.ui.compare.vote import VoteBar
+from desktop.ui.kit.turns import TurnQueue
 from desktop.ui.kit.widgets import (
     FlowLayout,
     ask_text,
@@ -58,44 +58,6 @@ TITLE_CHARS = 80
 
 def column_label(position: int) -> str:
     return string.ascii_uppercase[position]
-
-
-class TurnQueue:
-    """Jobs run one per pass of the event loop, in order: between two, Qt paints and answers
-    input (a zero ``QTimer``, started again after each job, fires in the loop's next pass,
-    after what was due before it)."""
-
-    def __init__(self, parent: QWidget) -> None:
-        self._jobs: deque[Callable[[], None]] = deque()
-        self._timer = QTimer(parent)
-        self._timer.setSingleShot(True)
-        self._timer.setInterval(0)
-        self._timer.timeout.connect(self._run_one)
-
-    def __len__(self) -> int:
-        return len(self._jobs)
-
-    def add(self, job: Callable[[], None]) -> None:
-        self._jobs.append(job)
-        if not self._timer.isActive():
-            self._timer.start()
-
-    def _run_one(self) -> None:
-        if self._jobs:
-            self._jobs.popleft()()
-        if self._jobs and not self._timer.isActive():
-            self._timer.start()
-
-    def run_all(self) -> None:
-        """Every job left, now (and those they add)."""
-        self._timer.stop()
-        while self._jobs:
-            self._jobs.popleft()()
-
-    def clear(self) -> None:
-        """Drop the jobs left."""
-        self._timer.stop()
-        self._jobs.clear()
 
 
 def _saved_pick(name: str, width: int, activated: Callable[[int], None]) -> QComboBox:

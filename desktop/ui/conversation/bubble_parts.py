@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import shiboken6
-from PySide6.QtCore import QEvent, QObject, QRect, QSize, Qt, QTimer
+from PySide6.QtCore import QEvent, QObject, QRect, QSize, Qt
 from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import (
     QFrame,
@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from desktop.store.conversations import Versions
 from desktop.ui.kit.elided_label import ElidedLabel
+from desktop.ui.kit.turns import in_turns
 from desktop.ui.kit.widgets import FlowLayout, plain
 from desktop.ui.markdown.stream_text import StreamText
 
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from desktop.ui.stats.timeline_panel import TimelinePanel
 
 NATURAL_WIDTH_SCAN = 2_000  # longer texts simply take the full bubble width
-SHOW_LATER_MS = 1  # between the stages of a clicked timeline panel (a turn of the loop)
 
 
 def tool_button(text: str, tip: str, name: str = "BubbleAction") -> QToolButton:
@@ -394,18 +394,17 @@ class StatsFooter(QWidget):
         return super().eventFilter(watched, event)
 
     def _clicked(self) -> None:
-        """The panel over three turns of the loop, a millisecond apart: built; styled and laid
-        out (out of sight); shown. A new window's building, first layout and paint in one turn
-        held the window 17-19 ms (bench/frames.py)."""
+        """The panel over three turns of the loop: built; styled and laid out (out of sight);
+        shown. A new window's building, first layout and paint in one turn held the window
+        17-19 ms (bench/frames.py)."""
         panel = self.open_timeline(show=False)
 
         def lay_out() -> None:
             panel.ensurePolished()  # the panel and its children
             if (layout := panel.layout()) is not None:
                 layout.activate()  # the labels' text is laid out at the panel's size
-            QTimer.singleShot(SHOW_LATER_MS, panel, panel.show)
 
-        QTimer.singleShot(SHOW_LATER_MS, panel, lay_out)
+        in_turns(panel, lay_out, panel.show)
 
     def open_timeline(self, show: bool = True) -> TimelinePanel:
         """The panel for this row, over the window (one per footer; shown again if open);

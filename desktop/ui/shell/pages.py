@@ -15,15 +15,15 @@ from collections.abc import Callable
 from functools import partial
 from typing import Generic, Protocol, TypeVar, cast
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QStackedWidget, QToolButton, QWidget
 
 from desktop.ui.kit.idle import WhenIdle
+from desktop.ui.kit.turns import in_turns
 from desktop.ui.shell.page_bar import PageBar
 
 PageBuilder = Callable[[], QWidget]
 Shown = Callable[[QWidget], None]
-STAGE_MS = 1  # between the stages of a first show: the loop waits, serves input and paints
 P = TypeVar("P", bound=QWidget)
 
 
@@ -107,19 +107,13 @@ class Pages(QStackedWidget):
         if name in self._builders and self.isVisible():
             self.setCurrentWidget(self._widgets[name])  # the stand-in, at once
             self._on_shown[name] = shown
-            QTimer.singleShot(STAGE_MS, self, partial(self._next_stage, name))
+            # each a no-op when something asked for the page meanwhile (``page``)
+            in_turns(self, partial(self._build, name), partial(self._put_in_place, name))
             return
         widget = self.page(name)
         self.setCurrentWidget(widget)
         if shown is not None:
             shown(widget)
-
-    def _next_stage(self, name: str) -> None:
-        if name in self._builders:
-            self._build(name)
-            QTimer.singleShot(STAGE_MS, self, partial(self._next_stage, name))
-        else:
-            self._put_in_place(name)  # (done already if something asked for the page)
 
     @property
     def current(self) -> str:

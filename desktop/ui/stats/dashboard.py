@@ -46,6 +46,7 @@ from desktop.ui.kit.async_door import run_blocking, start
 from desktop.ui.kit.elided_label import ElidedLabel
 from desktop.ui.kit.figures_table import figures_table, fill_figures, fit_rows_height, set_columns
 from desktop.ui.kit.file_export import export_in_background, export_row
+from desktop.ui.kit.turns import in_turns
 from desktop.ui.kit.widgets import hbox, plain, vbox
 from desktop.ui.stats.chart_axes import METRICS, metric
 from desktop.ui.stats.charts import Bar, BarGroup, CompareBars, TimeChart, agent_colors
@@ -70,7 +71,6 @@ log = logging.getLogger("simi.ui.dashboard")
 
 DEFAULT_RANGE = "30d"
 WATCH_MS = 4000  # how often an open page checks for newly recorded calls
-CHART_LATER_MS = 1  # the chart waits this long after the table (a turn of the loop between)
 READING = "Reading the stats…"
 NO_CALLS = "Send a message to any agent; every reply's timing, tokens and cost appear here."
 
@@ -373,7 +373,7 @@ class StatsPage(QWidget):
             self._fill(snap)
             # the chart a turn of the loop later: the table's and the chart's first layout
             # and paint in one turn held the window 20-22 ms
-            QTimer.singleShot(CHART_LATER_MS, self, lambda: self._fill_chart(snap))
+            in_turns(self, lambda: self._fill_chart(snap))
             return
         self.refreshed.emit()
 
