@@ -23,7 +23,9 @@ figure must never pass for a GPU one). With ``--no-gpu`` (a machine without a GP
 a CPU build) the all-layers pass runs all the same (``n_gpu_layers=-1``, which a CPU build
 ignores), so the ``*_gpu`` keys hold figures measured on the CPU, close to the ``*_cpu`` ones
 but not identical; ``offloaded_layers`` ("0/31") and ``device`` ("CPU") say so. Details (each
-run, the load averages) go to stderr as one JSON line.
+run, the load averages, and under ``app`` what the app itself makes of the machine: ``app_view``)
+go to stderr as one JSON line. Without ``--no-gpu``, a machine where a new local agent would not
+get every layer on the GPU by itself (``auto_gpu_layers`` other than -1) exits 4.
 """
 
 from __future__ import annotations
@@ -43,8 +45,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.local_decode import raw_run, simi_run
 from desktop.llm.events import RunInfo
 from desktop.llm.provider import ChatMessage
+from desktop.local.catalog import read_model_info
 from desktop.local.engine import LocalEngine
+from desktop.local.gpu import detect
+from desktop.local.gpu_text import device_text
 from desktop.local.loading import LoadedModel, LoadParams, default_threads
+from desktop.local.memory import estimate, gpu_layers_for
+from desktop.local.pool import gpu_memory
 from desktop.local.provider import LocalRuntime
 
 KEYS = (
@@ -87,6 +94,23 @@ def _median(runs: list[dict[str, float]], key: str) -> float | None:
     return round(statistics.median(values), 2) if values else None
 
 
+def app_view(model_path: Path, n_ctx: int) -> dict[str, Any]:
+    """What the app itself makes of this machine, before any model loads: the build and its
+    devices as the Models page lists them, the free GPU memory a new local agent is sized by,
+    the GPU layers such an agent gets when nobody chose them (-1: all), and the editor's
+    estimate of its GPU memory (to set beside the ``vram_bytes`` llama.cpp reported)."""
+    support = detect()
+    offload, vram_free = gpu_memory()
+    info = read_model_info(model_path)
+    return {
+        "summary": support.summary,
+        "devices": [device_text(d) for d in support.devices],
+        "vram_free": vram_free,
+        "auto_gpu_layers": gpu_layers_for(info, n_ctx, offload, vram_free),
+        "estimated_vram_bytes": estimate(info, n_ctx, "f16", -1, gpu_offload=offload).vram,
+    }
+
+
 def measure(
     model_path: Path,
     tokens: int,
@@ -96,6 +120,7 @@ def measure(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the JSON of ``KEYS``, details)."""
     n_ctx = max(2048, prompt_tokens + tokens + 256)
+    app = app_view(model_path, n_ctx)  # before anything loads: what a new agent is given
     gpu = LoadParams(
         model_path=str(model_path),
         n_ctx=n_ctx,
@@ -159,6 +184,7 @@ def measure(
         "app_ttft_ms_gpu": _median(gpu_app, "ttft_ms"),
         "raw_ttft_ms_gpu": _median(gpu_raw, "ttft_ms"),
         "load_avg_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+        "app": app,
     }
     return result, details
 
@@ -192,6 +218,13 @@ def main() -> int:
             file=sys.stderr,
         )
         return 3
+    if not args.no_gpu and details["app"]["auto_gpu_layers"] != -1:
+        print(
+            "gpu-proof: a new local agent on this machine would get no GPU layers "
+            f"(the app sees: {details['app']})",
+            file=sys.stderr,
+        )
+        return 4
     return 0
 
 

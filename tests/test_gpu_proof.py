@@ -48,6 +48,11 @@ def test_measure_only_on_the_cpu_build_prints_exactly_the_keys() -> None:
     details = json.loads(done.stderr.strip().splitlines()[-1])
     assert details["cpu_pass"] == {"device": "CPU", "offloaded": "0/31"}
     assert details["vram_bytes"] == 0
+    # what the app makes of this machine: a CPU build, so a new local agent gets no GPU layers
+    app = details["app"]
+    assert app["auto_gpu_layers"] == 0 and app["vram_free"] is None, app
+    assert "CPU only" in app["summary"], app
+    assert app["estimated_vram_bytes"] == 0, app
 
 
 def test_a_cpu_figure_never_passes_for_a_gpu_one() -> None:
