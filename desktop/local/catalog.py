@@ -81,6 +81,9 @@ class ModelInfo:
     layer_bytes: tuple[int, ...] = ()
     embedding_bytes: int = 0
     output_bytes: int = 0
+    # no output head of its own (tied embeddings: SmolLM2, Llama 3.2, Qwen2.5, Gemma): llama.cpp
+    # uses the token embeddings as the head and loads a second copy where the head runs
+    output_tied: bool = False
 
     @property
     def template_note(self) -> str | None:
@@ -184,6 +187,9 @@ def info_from_header(path: Path, header: GGUFHeader) -> ModelInfo:
             embedding_bytes += nbytes
         else:
             output_bytes += nbytes
+    # a part of a split file lists only its own tensors: its head may be in another part
+    whole = (_int(meta.get("split.count")) or 1) <= 1
+    has_head = any(t.name == "output.weight" for t in header.tensors)
     ftype = meta.get("general.file_type")
     quant = FILE_TYPES.get(ftype) if isinstance(ftype, int) else None
     if quant is None and by_type:
@@ -210,6 +216,7 @@ def info_from_header(path: Path, header: GGUFHeader) -> ModelInfo:
         layer_bytes=tuple(layer_bytes),
         embedding_bytes=embedding_bytes,
         output_bytes=output_bytes,
+        output_tied=whole and embedding_bytes > 0 and not has_head,
     )
 
 

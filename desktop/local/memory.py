@@ -5,7 +5,9 @@ Three parts, each split between system RAM and GPU memory:
 * **weights**: the file's tensors. ``n_gpu_layers`` repeating layers (``blk.N``) go to the
   GPU; llama.cpp offloads the *last* layers first, and so does the estimate. The token embeddings
   always stay in RAM; the output head joins the GPU when all layers are offloaded
-  (``n_gpu_layers`` > block count, or -1).
+  (``n_gpu_layers`` > block count, or -1). A model without a head of its own (tied
+  embeddings) uses the token embeddings as its head, and llama.cpp loads a second copy of
+  them onto the GPU then (the starter: 92.1 MiB of weights there, not 63.4).
 * **KV cache**: ``2 (K and V) x layers x cells x kv_heads x head_dim x bytes per element``;
   cells = n_ctx rounded up to 256 (llama.cpp pads the cache); f16 = 2 bytes, q8_0 = 34 bytes
   per 32 elements, q4_0 = 18 per 32. Each offloaded layer keeps its KV on the GPU. This
@@ -121,6 +123,9 @@ def estimate(
         weights_gpu += info.output_bytes
     weights_cpu = info.file_size - weights_gpu  # embeddings, the rest, and the header
     weights_cpu = max(weights_cpu, 0)
+    if output_on_gpu and info.output_tied:
+        # the head is the token embeddings: a second copy on the GPU, the first stays in RAM
+        weights_gpu += info.embedding_bytes
 
     per_layer_kv = kv_bytes_per_layer(info, n_ctx, kv_type)
     kv_gpu = round(per_layer_kv * gpu_blocks)
