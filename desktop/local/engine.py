@@ -95,6 +95,7 @@ class LocalEngine:
         return self._model
 
     def unload(self) -> None:
+        self._remember = False
         model, self._model = self._model, None
         self.reuse.forget_model()
         if model is not None:
@@ -275,12 +276,30 @@ class LocalEngine:
         text, _stops, has_bos, _chatml = LocalEngine.render_prompt(model, (first,))
         return list(model.llm.tokenize(text.encode("utf-8"), add_bos=not has_bos, special=True))
 
+    @property
+    def remembering(self) -> bool:
+        """The last reply's context is worth keeping and has not been kept yet."""
+        return self._model is not None and self._remember
+
     def remember(self) -> None:
-        """After a reply (the worker calls it once the app has its answer): keep the live
-        context in the memory cache, unless the reply was stopped or failed."""
+        """After a reply (the worker calls it once the app has its answer and no request is
+        waiting): keep the live context in the memory cache, unless the reply was stopped or
+        failed."""
         if self._model is not None and self._remember:
             self._remember = False
             self.reuse.remember(self._model.llm)
+
+    def _remember_before_replacing(self, llm: Any, tokens: list[int]) -> None:
+        """The last reply's context when the next request came before the worker kept it: a
+        prompt that goes on with it (shares at least half of it) replaces nothing worth a copy
+        (what it shares stays live, and its own context is kept after its reply); any other
+        prompt is about to replace it, so it is kept first, as the worker would have."""
+        if not self.remembering:
+            return
+        n = int(llm.n_tokens)
+        if common_prefix([int(t) for t in llm.input_ids[:n]], tokens) * 2 < n:
+            self.remember()
+        self._remember = False
 
     def _apply_threads(self, llm: Any) -> None:
         """Follow the thread budget (read per batch and per token: a shared int, no lock);
@@ -329,6 +348,7 @@ class LocalEngine:
 
         if image_count(request):  # images: the projector's path (refused without one)
             refuse_images(params, request)
+            self.remember()  # the images' evaluation replaces the context: keep it first
             self._ensure_file_still_there(params)
             yield from vision_run.generate(self, params, request, cancel)
             return
@@ -368,6 +388,7 @@ class LocalEngine:
                 needed_tokens=len(tokens),
                 n_ctx=n_ctx,
             )
+        self._remember_before_replacing(llm, tokens)
         room = n_ctx - len(tokens)
         max_tokens = min(request.sampling.max_tokens or room, room)
         stops = tuple(dict.fromkeys((*request.sampling.stop, *template_stops)))

@@ -200,7 +200,6 @@ def _serve(conn: Any, raw_flag: Any, send: Any, raw_threads: Any = None) -> None
                 send("state", "busy", "")
                 _stream(engine.generate(params, request, flag), req_id, send)
                 send("done", req_id)
-                engine.remember()  # the app has its answer: keep the context for later
                 send("cache_info", engine.reuse.memory.size, len(engine.reuse.memory))
             except UserError as exc:
                 if exc.__cause__ is not None:
@@ -213,7 +212,20 @@ def _serve(conn: Any, raw_flag: Any, send: Any, raw_threads: Any = None) -> None
                 flag.clear()
                 report_load()  # a file changed on disk is reloaded within the request
                 send("state", "ready" if engine.loaded is not None else "unloaded", "")
+            # the app has its answer: keep the context for later, unless a message comes first
+            if engine.remembering and not conn.poll(REMEMBER_AFTER_S):
+                engine.remember()
+                send("cache_info", engine.reuse.memory.size, len(engine.reuse.memory))
     engine.unload()
+
+
+# After a reply the worker keeps its context in the memory cache (``LocalEngine.remember``: a
+# copy of the KV cells, 8-65 ms for 600-1,700 tokens of the starter on a slow 2-core machine,
+# 25-28 ms on an H200) once nothing has come for this long. A request sent sooner (an agent's
+# next step after a tool, an API client's next call, a prompt set's next prompt) is not kept
+# waiting for that copy: the engine makes it then only if the request replaces the context
+# (``LocalEngine._remember_before_replacing``), and one that goes on with it needs none.
+REMEMBER_AFTER_S = 0.1
 
 
 # The nice value of llama.cpp's threads. On a machine with few cores its compute threads (as
