@@ -289,6 +289,11 @@ class LocalEngine:
             self._remember = False
             self.reuse.remember(self._model.llm)
 
+    def clear_memory(self) -> None:
+        """Settings' Clear caches: the kept contexts go, and so does the one not kept yet."""
+        self._remember = False
+        self.reuse.memory.clear()
+
     def _remember_before_replacing(self, llm: Any, tokens: list[int]) -> None:
         """The last reply's context when the next request came before the worker kept it: a
         prompt that goes on with it (shares at least half of it) replaces nothing worth a copy

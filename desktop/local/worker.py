@@ -169,7 +169,7 @@ def _serve(conn: Any, raw_flag: Any, send: Any, raw_threads: Any = None) -> None
         elif op == "configure":  # the prompt-state caches' folder and budgets
             engine.reuse.configure(message[1], message[2], message[3])
         elif op == "cache_clear":
-            engine.reuse.memory.clear()
+            engine.clear_memory()
             send("cache_info", 0, 0)
         elif op == "unload":
             engine.unload()

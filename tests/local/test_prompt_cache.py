@@ -244,10 +244,14 @@ def test_a_damaged_or_foreign_saved_state_is_removed_with_a_log_line_and_the_rep
             [path] = [p for p in folder.glob("*.kv") if p != path]
 
 
-def _worker_messages(*requests: ChatRequest, params: LoadParams, idle_s: float = 3.0) -> list:
-    """Run a real worker process, with every request queued in its pipe at once (each one
-    is waiting when the one before it ends), and return what it said until ``idle_s`` after
-    the last "done"."""
+def _generate(*requests: ChatRequest) -> list[tuple]:
+    return [("generate", n, _params(), r) for n, r in enumerate(requests, 1)]
+
+
+def _worker_messages(*sent: tuple, idle_s: float = 3.0) -> list:
+    """Run a real worker process with every message of ``sent`` queued in its pipe at once
+    (each one is waiting when the one before it ends), and return what it said until
+    ``idle_s`` after the last request's "done"."""
     import multiprocessing
 
     from desktop.local.worker import worker_main
@@ -261,9 +265,10 @@ def _worker_messages(*requests: ChatRequest, params: LoadParams, idle_s: float =
     child.close()
     messages: list = []
     try:
-        for n, request in enumerate(requests, 1):
-            parent.send(("generate", n, params, request))
-        while not any(m[:2] == ("done", len(requests)) for m in messages):
+        for message in sent:
+            parent.send(message)
+        last = max(m[1] for m in sent if m[0] == "generate")
+        while not any(m[:2] == ("done", last) for m in messages):
             assert parent.poll(120), messages[-5:]
             messages.append(parent.recv())
             assert messages[-1][0] != "error", messages[-1]
@@ -291,9 +296,7 @@ def test_a_request_already_waiting_is_not_held_up_by_a_copy_of_the_context() -> 
     a2 = [*a1, ChatMessage("assistant", "The sea."), ChatMessage("user", "And then?")]
     sampling = Sampling(max_tokens=8, temperature=0.0, seed=1)
     messages = _worker_messages(
-        ChatRequest("m", tuple(a1), sampling),
-        ChatRequest("m", tuple(a2), sampling),
-        params=_params(),
+        *_generate(ChatRequest("m", tuple(a1), sampling), ChatRequest("m", tuple(a2), sampling))
     )
     assert _states_kept(messages, ("done", 1), ("accepted", 2)) == [0]  # no copy between
     assert _states_kept(messages, ("accepted", 2), ("done", 2)) == []
@@ -311,9 +314,22 @@ def test_a_waiting_request_for_another_conversation_keeps_the_first_before_repla
     a2 = [*a1, ChatMessage("assistant", "The sea."), ChatMessage("user", "And then?")]
     sampling = Sampling(max_tokens=8, temperature=0.0, seed=1)
     messages = _worker_messages(
-        *(ChatRequest("m", tuple(m), sampling) for m in (a1, b1, a2)), params=_params()
+        *_generate(*(ChatRequest("m", tuple(m), sampling) for m in (a1, b1, a2)))
     )
     assert _states_kept(messages, ("done", 1), ("accepted", 2)) == [0]
     assert _states_kept(messages, ("done", 2), ("accepted", 3)) == [1]  # A, kept before B
     usage = [m[2] for m in messages if m[0] == "event" and m[1] == 3 and isinstance(m[2], Usage)]
     assert usage[0].cache_source == "memory"
+
+
+def test_clear_caches_between_a_reply_and_the_next_request_keeps_nothing_of_it() -> None:
+    """Settings' Clear caches while the last context was not kept yet: the request after it,
+    for another conversation, does not keep that context either."""
+    a1 = [ChatMessage("user", STORY + " What did he watch?")]
+    b1 = [ChatMessage("user", "Name three rivers in Europe.")]
+    sampling = Sampling(max_tokens=8, temperature=0.0, seed=1)
+    first, second = _generate(*(ChatRequest("m", tuple(m), sampling) for m in (a1, b1)))
+    messages = _worker_messages(first, ("cache_clear",), second)
+    assert ("cache_info", 0, 0) in messages[messages.index(("done", 1)) :]
+    states = _states_kept(messages, ("done", 2))  # after B's reply, and after the idle copy
+    assert states and not any(states)  # B is too short to keep; A was cleared, not kept
