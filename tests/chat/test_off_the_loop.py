@@ -22,8 +22,11 @@ KEY = "sk-slow-keyring-81c3a6"
 UNLOCK_S = 2.0
 TICK_S = 0.01
 # On the loop, a 2 s keyring read would show as a 2,000 ms lag. Off it, the lag is what the
-# loop's own work costs (SQLite writes, parsing the stream) on two shared, loaded cores.
-MAX_LAG_S = 0.05
+# loop's own work costs (SQLite writes, parsing the stream) plus what two shared, loaded cores
+# take from it: with the suite's other worker busy beside it, a slow machine held this test's
+# loop still for 213-225 ms (seen twice, once in a whole run). A quarter of the read tells the
+# two apart; the loop's finer stalls are bench/frames.py's to measure.
+MAX_LAG_S = UNLOCK_S / 4
 
 
 class SlowKeyring(keyring.backend.KeyringBackend):
