@@ -173,6 +173,7 @@ def info_from_header(path: Path, header: GGUFHeader) -> ModelInfo:
 
     layer_bytes = [0] * blocks
     embedding_bytes = output_bytes = 0
+    has_head = False
     by_type: collections.Counter[str] = collections.Counter()
     for t in header.tensors:
         nbytes = t.n_bytes
@@ -187,9 +188,9 @@ def info_from_header(path: Path, header: GGUFHeader) -> ModelInfo:
             embedding_bytes += nbytes
         else:
             output_bytes += nbytes
+            has_head = has_head or t.name == "output.weight"
     # a part of a split file lists only its own tensors: its head may be in another part
     whole = (_int(meta.get("split.count")) or 1) <= 1
-    has_head = any(t.name == "output.weight" for t in header.tensors)
     ftype = meta.get("general.file_type")
     quant = FILE_TYPES.get(ftype) if isinstance(ftype, int) else None
     if quant is None and by_type:

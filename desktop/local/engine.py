@@ -299,10 +299,8 @@ class LocalEngine:
         prompt that goes on with it (shares at least half of it) replaces nothing worth a copy
         (what it shares stays live, and its own context is kept after its reply); any other
         prompt is about to replace it, so it is kept first, as the worker would have."""
-        if not self.remembering:
-            return
         n = int(llm.n_tokens)
-        if common_prefix([int(t) for t in llm.input_ids[:n]], tokens) * 2 < n:
+        if self.remembering and common_prefix([int(t) for t in llm.input_ids[:n]], tokens) * 2 < n:
             self.remember()
         self._remember = False
 

@@ -60,7 +60,7 @@ def state_size(llm: Any) -> int:
     return int(llama_cpp.llama_state_seq_get_size(llm._ctx.ctx, 0))
 
 
-def capture(llm: Any) -> State:
+def capture(llm: Any, size: int | None = None) -> State:
     """The KV cells of sequence 0 (what ``restore`` puts back), without logits.
 
     Written by llama.cpp straight into memory nobody touched before: a zero-filled buffer
@@ -69,7 +69,7 @@ def capture(llm: Any) -> State:
     import llama_cpp
     import numpy as np
 
-    size = state_size(llm)
+    size = state_size(llm) if size is None else size
     buf = np.empty(size, dtype=np.uint8)  # not zeroed: llama.cpp writes every byte it counts
     written = int(llama_cpp.llama_state_seq_get_data(llm._ctx.ctx, _pointer(buf), size, 0))
     return buf[:written]
@@ -134,9 +134,10 @@ class PromptStateCache:
         tokens = tuple(int(t) for t in llm.input_ids[:n])
         for old in [k for k in self._states if tokens[: len(k)] == k]:
             del self._states[old]
-        if state_size(llm) > self.budget:
+        size = state_size(llm)
+        if size > self.budget:
             return  # never fits: not copied at all
-        data = capture(llm)
+        data = capture(llm, size)
         self._states[tokens] = data
         while self.size > self.budget:
             self._states.popitem(last=False)
@@ -231,9 +232,10 @@ class SavedStates:
         """Save the live context (exactly ``tokens``) atomically; keep within the budget."""
         if self.budget <= 0:
             return
-        if state_size(llm) > self.budget:
+        size = state_size(llm)
+        if size > self.budget:
             return
-        data = capture(llm)
+        data = capture(llm, size)
         header = json.dumps(
             {"parts": parts, "owner": owner, "n_tokens": len(tokens), "state_bytes": len(data)}
         ).encode()

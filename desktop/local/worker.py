@@ -160,6 +160,9 @@ def _serve(conn: Any, raw_flag: Any, send: Any, raw_threads: Any = None) -> None
             send("placement", model.report)
         reported[0] = model
 
+    def cache_info() -> None:
+        send("cache_info", engine.reuse.memory.size, len(engine.reuse.memory))
+
     for message in received(conn):
         op = message[0]
         if op == "shutdown":
@@ -170,7 +173,7 @@ def _serve(conn: Any, raw_flag: Any, send: Any, raw_threads: Any = None) -> None
             engine.reuse.configure(message[1], message[2], message[3])
         elif op == "cache_clear":
             engine.clear_memory()
-            send("cache_info", 0, 0)
+            cache_info()
         elif op == "unload":
             engine.unload()
             send("unloaded")
@@ -200,7 +203,7 @@ def _serve(conn: Any, raw_flag: Any, send: Any, raw_threads: Any = None) -> None
                 send("state", "busy", "")
                 _stream(engine.generate(params, request, flag), req_id, send)
                 send("done", req_id)
-                send("cache_info", engine.reuse.memory.size, len(engine.reuse.memory))
+                cache_info()
             except UserError as exc:
                 if exc.__cause__ is not None:
                     log.warning("request %s: %s", req_id, exc.user_message, exc_info=exc)
@@ -215,7 +218,7 @@ def _serve(conn: Any, raw_flag: Any, send: Any, raw_threads: Any = None) -> None
             # the app has its answer: keep the context for later, unless a message comes first
             if engine.remembering and not conn.poll(REMEMBER_AFTER_S):
                 engine.remember()
-                send("cache_info", engine.reuse.memory.size, len(engine.reuse.memory))
+                cache_info()
     engine.unload()
 
 
